@@ -1,0 +1,1 @@
+"""Tingshuo (听说): an offline, hands-free Mandarin voice assistant."""

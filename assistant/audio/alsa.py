@@ -1,0 +1,203 @@
+"""ALSA capture and playback through pyalsaaudio.
+
+Each direction owns one device thread, the only thread that touches its PCM handle (ALSA handles
+are not thread-safe). Capture hands exact chunks to the event loop; playback writes one period at a
+time so that ``clear()`` (barge-in) reaches the device within one period: it discards the software
+queue at once and the thread drops the device buffer (``pcm.drop()``) before its next write.
+Over- and underruns are recovered (pyalsaaudio re-prepares the stream) and counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import threading
+from collections import deque
+from collections.abc import AsyncIterator
+from typing import Any
+
+import numpy as np
+import structlog
+
+from assistant.audio.protocols import AudioDeviceError, Samples
+from assistant.audio.wav import to_pcm16
+from assistant.clock import SampleClock
+
+log = structlog.get_logger("alsa")
+
+
+def _open(kind: str, device: str, rate: int, period: int, periods: int = 4) -> Any:
+    try:
+        import alsaaudio
+    except ImportError as exc:  # pragma: no cover - a dependency of the package
+        raise AudioDeviceError(f"pyalsaaudio is not installed: {exc}") from None
+    pcm_type = alsaaudio.PCM_CAPTURE if kind == "capture" else alsaaudio.PCM_PLAYBACK
+    try:
+        return alsaaudio.PCM(pcm_type, device=device, rate=rate, channels=1,
+                             format=alsaaudio.PCM_FORMAT_S16_LE, periodsize=period, periods=periods)
+    except alsaaudio.ALSAAudioError as exc:
+        raise AudioDeviceError(f"cannot open {kind} device {device!r} (no sound card?): {exc}") from None
+
+
+class AlsaSource:
+    """Microphone capture: chunks of ``chunk_samples`` at ``sample_rate``, driving the clock."""
+
+    def __init__(self, device: str, clock: SampleClock, chunk_samples: int) -> None:
+        self.device = device
+        self.sample_rate = clock.sample_rate
+        self.chunk_samples = chunk_samples
+        self.clock = clock
+        self.overruns = 0
+        self._pcm = _open("capture", device, self.sample_rate, chunk_samples)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    async def chunks(self) -> AsyncIterator[Samples]:
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Samples | BaseException | None] = asyncio.Queue()
+        self._thread = threading.Thread(target=self._capture, args=(loop, queue),
+                                        name=f"alsa-capture:{self.device}", daemon=True)
+        self._thread.start()
+        while True:
+            item = await queue.get()
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            self.clock.advance(len(item))
+            yield item
+
+    def _capture(self, loop: asyncio.AbstractEventLoop,
+                 queue: asyncio.Queue[Samples | BaseException | None]) -> None:
+        n, buf = self.chunk_samples, np.zeros(0, np.float32)
+        try:
+            while not self._stop.is_set():
+                frames, data = self._pcm.read()
+                if frames == -errno.EPIPE:
+                    self.overruns += 1
+                    log.warning("capture overrun recovered", device=self.device, overruns=self.overruns)
+                    continue
+                if frames <= 0:
+                    continue
+                pcm = np.frombuffer(data, "<i2").astype(np.float32) / 32768.0
+                buf = np.concatenate([buf, pcm])
+                while len(buf) >= n:
+                    loop.call_soon_threadsafe(queue.put_nowait, buf[:n])
+                    buf = buf[n:]
+        except Exception as exc:  # handed to the reading coroutine, which raises it
+            loop.call_soon_threadsafe(queue.put_nowait, AudioDeviceError(f"capture failed: {exc}"))
+        finally:
+            loop.call_soon_threadsafe(queue.put_nowait, None)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=1.0)
+        self._pcm.close()
+
+
+class AlsaSink:
+    """Speaker playback with a software queue in front of a small device buffer."""
+
+    def __init__(self, device: str, sample_rate: int, buffer_ms: int, period_ms: int = 20) -> None:
+        self.device = device
+        self.sample_rate = sample_rate
+        self.period = max(1, sample_rate * period_ms // 1000)
+        periods = max(2, buffer_ms // period_ms)
+        self.buffer_frames = self.period * periods
+        self.underruns = 0
+        self._pcm = _open("playback", device, sample_rate, self.period, periods)
+        self._pending: deque[Samples] = deque()
+        self._cond = threading.Condition()
+        self._clear_requested = False
+        self._closed = False
+        self._written = 0
+        self._played = 0
+        self._idle_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._thread = threading.Thread(target=self._run, name=f"alsa-playback:{device}", daemon=True)
+        self._thread.start()
+
+    async def write(self, samples: Samples) -> None:
+        with self._cond:
+            self._pending.append(samples.astype(np.float32, copy=True))
+            self._cond.notify()
+
+    def clear(self) -> None:
+        with self._cond:
+            self._pending.clear()
+            self._clear_requested = True
+            self._cond.notify()
+
+    async def wait_playout(self) -> None:
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+        with self._cond:
+            self._idle_waiters.append((loop, fut))
+            self._cond.notify()
+        await fut
+
+    @property
+    def position(self) -> int:
+        return self._played
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._pending.clear()
+            self._cond.notify()
+        self._thread.join(timeout=1.0)
+        self._pcm.close()
+
+    def _take_period(self) -> Samples | None:
+        if not self._pending:
+            return None
+        head = self._pending[0]
+        if len(head) <= self.period:
+            self._pending.popleft()
+            return head
+        self._pending[0] = head[self.period:]
+        return head[:self.period]
+
+    def _in_device(self) -> int:
+        """Frames written to the device and not yet played."""
+        return max(0, self.buffer_frames - int(self._pcm.avail()))
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                if self._closed:
+                    return
+                if self._clear_requested:
+                    self._clear_requested = False
+                    self._pcm.drop()  # the next write re-prepares the stream
+                    self._written = self._played
+                chunk = self._take_period()
+                if chunk is None:
+                    self._played = self._written - self._in_device()
+                    if self._written == self._played:
+                        self._wake_idle_waiters()
+                    self._cond.wait(timeout=self.period / self.sample_rate)
+                    continue
+            self._write(chunk)
+
+    def _write(self, chunk: Samples) -> None:
+        data = to_pcm16(chunk)
+        while True:
+            frames = self._pcm.write(data)
+            if frames == -errno.EPIPE:
+                self.underruns += 1
+                log.debug("playback underrun recovered", device=self.device, underruns=self.underruns)
+                continue
+            break
+        self._written += len(chunk)
+        self._played = self._written - self._in_device()
+
+    def _wake_idle_waiters(self) -> None:
+        for loop, fut in self._idle_waiters:
+            loop.call_soon_threadsafe(_resolve, fut)
+        self._idle_waiters.clear()
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)

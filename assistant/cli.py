@@ -1,0 +1,128 @@
+"""The ``assistant`` command: run, replay, vad, config.
+
+Every subcommand takes ``--config PATH`` and repeatable ``--set dotted.key=TOML_VALUE``. Bad input
+(a bad wav, a bad config key, a missing model or sound card) is one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from assistant import app, logs
+from assistant.audio.protocols import AudioDeviceError
+from assistant.audio.wav import BadAudioFile, read_wav
+from assistant.config import Config, ConfigError, describe, load
+from models.protocols import ModelError
+
+USER_ERRORS = (ConfigError, BadAudioFile, ModelError, AudioDeviceError)
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", type=Path, default=argparse.SUPPRESS,
+                        help="config file (default: $TINGSHUO_CONFIG, else ./config.toml if present)")
+    common.add_argument("--set", dest="overrides", action="append", default=argparse.SUPPRESS,
+                        metavar="KEY=VALUE", help="override one setting, e.g. --set vad.threshold=0.6")
+    parser = argparse.ArgumentParser(prog="assistant", parents=[common],
+                                     description="Tingshuo (听说): offline hands-free Mandarin voice assistant")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("run", parents=[common], help="hold conversations on the sound card")
+    rp = sub.add_parser("replay", parents=[common], help="run a recorded session through the assistant")
+    rp.add_argument("session", type=Path, help="the microphone recording (any wav)")
+    rp.add_argument("--out", type=Path, required=True, help="folder for played.wav, events.jsonl, summary.json")
+    rp.add_argument("--echo", default=None, metavar="GAIN:DELAY_MS",
+                    help="the mic also hears GAIN x the played audio, DELAY_MS later")
+    rp.add_argument("--realtime", action="store_true", help="pace at 1x wall clock and record true latencies")
+    vp = sub.add_parser("vad", parents=[common], help="print the utterances the VAD and endpointing find")
+    vp.add_argument("wav", type=Path)
+    sub.add_parser("config", parents=[common], help="print every setting with its value and meaning")
+    return parser
+
+
+def _config(args: argparse.Namespace) -> Config:
+    path = getattr(args, "config", None)
+    if path is None:
+        env = os.environ.get("TINGSHUO_CONFIG")
+        path = Path(env) if env else (Path("config.toml") if Path("config.toml").is_file() else None)
+    return load(path, getattr(args, "overrides", []))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        cfg = _config(args)
+        logs.setup(cfg.log.level, cfg.log.format)
+        return COMMANDS[args.command](cfg, args)
+    except USER_ERRORS as exc:
+        print(f"assistant: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # output piped into `head` and the like
+        sys.stderr.close()
+        return 0
+
+
+def cmd_run(cfg: Config, args: argparse.Namespace) -> int:
+    backends = app.build_backends(cfg)
+    app.load(backends)
+    try:
+        asyncio.run(app.run_live(cfg, backends))
+    finally:
+        app.close(backends)
+    return 0
+
+
+def cmd_replay(cfg: Config, args: argparse.Namespace) -> int:
+    from assistant.replay import Echo, replay
+
+    recording = read_wav(args.session, cfg.audio.sample_rate)  # before anything is written
+    echo = Echo.parse(args.echo) if args.echo else Echo()
+    backends = app.build_backends(cfg)
+    app.load(backends)
+    try:
+        summary = asyncio.run(replay(cfg, recording, args.out, backends, echo=echo, realtime=args.realtime))
+    finally:
+        app.close(backends)
+    for i, turn in enumerate(summary["turns"], 1):
+        print(f"turn {i}: {turn['transcript']!r} -> {turn['reply']!r} "
+              f"(end of speech -> first audio {turn['end_of_speech_to_first_audio_s']} s)")
+    print(f"wrote {args.out}/played.wav, events.jsonl, summary.json")
+    return 0
+
+
+def cmd_vad(cfg: Config, args: argparse.Namespace) -> int:
+    from assistant.segments import find_utterances
+
+    audio = read_wav(args.wav, cfg.audio.sample_rate)
+    vad = app.build_vad(cfg)
+    vad.load()
+    try:
+        found = asyncio.run(find_utterances(cfg, vad, audio))
+    finally:
+        vad.close()
+    rate = cfg.audio.sample_rate
+    for start, end, reason in found:
+        print(f"{start / rate:7.2f} s – {end / rate:7.2f} s  ({(end - start) / rate:.2f} s, ended by {reason})")
+    print(f"{len(found)} utterance(s) in {len(audio) / rate:.2f} s of audio")
+    return 0
+
+
+def cmd_config(cfg: Config, args: argparse.Namespace) -> int:
+    for key, _, doc in describe():
+        value: object = cfg
+        for part in key.split("."):
+            value = getattr(value, part)
+        shown = list(value) if isinstance(value, tuple) else value
+        print(f"{key} = {shown!r}  # {doc}")
+    return 0
+
+
+COMMANDS: dict[str, Callable[[Config, argparse.Namespace], int]] = {
+    "run": cmd_run, "replay": cmd_replay, "vad": cmd_vad, "config": cmd_config,
+}

@@ -1,0 +1,241 @@
+"""The only reader of ``config.toml``.
+
+Every tunable lives in one nested, frozen dataclass tree. Each field carries its doc and its
+allowed range or choices; loading rejects unknown keys and bad values with a message that names
+the dotted key, so a typo in ``config.toml`` or ``--set`` never silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A config file or override that cannot be used; the message names the key."""
+
+
+def _opt(default: Any, doc: str, *, lo: float | None = None, hi: float | None = None,
+         choices: tuple[str, ...] | None = None) -> Any:
+    meta = {"doc": doc, "lo": lo, "hi": hi, "choices": choices}
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class AudioConfig:
+    sample_rate: int = _opt(16000, "Capture rate in Hz; the VAD and every model take 16 kHz mono.",
+                            lo=16000, hi=16000)
+    chunk_ms: int = _opt(20, "Length of one capture chunk in milliseconds.", lo=10, hi=100)
+    capture_device: str = _opt("default", "ALSA PCM name of the microphone.")
+    playback_device: str = _opt("default", "ALSA PCM name of the speaker.")
+    playback_rate: int = _opt(16000, "Playback rate in Hz; replies are resampled to it.", lo=8000, hi=48000)
+    playback_buffer_ms: int = _opt(120, "Audio queued ahead in the ALSA playback buffer.", lo=20, hi=2000)
+
+    @property
+    def chunk_samples(self) -> int:
+        return self.sample_rate * self.chunk_ms // 1000
+
+
+@dataclass(frozen=True)
+class VadConfig:
+    threshold: float = _opt(0.5, "Silero speech probability above which a window counts as speech.",
+                            lo=0.05, hi=0.95)
+    min_speech_ms: int = _opt(96, "Speech needed before an utterance counts as started.", lo=0, hi=2000)
+    endpoint_silence_ms: int = _opt(300, "Silence after speech that ends the utterance.", lo=100, hi=3000)
+
+
+@dataclass(frozen=True)
+class WakeConfig:
+    mode: str = _opt("keyword", "'keyword': wait for a wake word; 'always': every utterance is a request.",
+                     choices=("keyword", "always"))
+    keywords: tuple[str, ...] = _opt(("小智小智",), "Wake words, written in Chinese characters.")
+
+
+@dataclass(frozen=True)
+class IdleConfig:
+    max_s: float = _opt(3600.0, "Longest stay in idle before the watchdog re-arms it.", lo=1, hi=86400)
+
+
+@dataclass(frozen=True)
+class ListeningConfig:
+    max_s: float = _opt(30.0, "Longest stay in listening.", lo=1, hi=600)
+    no_speech_timeout_s: float = _opt(6.0, "Back to idle when no speech starts within this time.",
+                                      lo=0.5, hi=120)
+    max_utterance_s: float = _opt(15.0, "An utterance is cut here even if the speaker goes on.",
+                                  lo=1, hi=120)
+
+
+@dataclass(frozen=True)
+class ThinkingConfig:
+    max_s: float = _opt(30.0, "Longest wait from end of speech to the first reply audio.", lo=1, hi=600)
+
+
+@dataclass(frozen=True)
+class SpeakingConfig:
+    max_s: float = _opt(120.0, "Longest single reply.", lo=1, hi=3600)
+    echo_window_ms: int = _opt(200, "After playback starts, VAD cannot barge in for this long.",
+                               lo=0, hi=5000)
+
+
+@dataclass(frozen=True)
+class BargeInConfig:
+    enabled: bool = _opt(True, "Let the user interrupt a reply by speaking.")
+    min_speech_ms: int = _opt(250, "Speech needed (outside the echo window) to interrupt.", lo=32, hi=3000)
+    stop_timeout_ms: int = _opt(200, "Longest wait for playback to stop after an interruption.",
+                                lo=10, hi=5000)
+
+
+@dataclass(frozen=True)
+class DialogConfig:
+    follow_up_s: float = _opt(6.0, "After a reply, listen this long without the wake word (0: off).",
+                              lo=0, hi=120)
+
+
+@dataclass(frozen=True)
+class ModelsConfig:
+    dirs: tuple[str, ...] = _opt(("models", "~/.local/share/tingshuo/models", "../shared/models"),
+                           "Folders searched, in order, for model files (relative to the config file).")
+    vad: str = _opt("sherpa-silero", "VAD backend.", choices=("sherpa-silero",))
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    level: str = _opt("info", "Log level.", choices=("debug", "info", "warning", "error"))
+    format: str = _opt("console", "'console' for people, 'json' for machines.", choices=("console", "json"))
+
+
+@dataclass(frozen=True)
+class Config:
+    audio: AudioConfig = field(default_factory=AudioConfig)
+    vad: VadConfig = field(default_factory=VadConfig)
+    wake: WakeConfig = field(default_factory=WakeConfig)
+    idle: IdleConfig = field(default_factory=IdleConfig)
+    listening: ListeningConfig = field(default_factory=ListeningConfig)
+    thinking: ThinkingConfig = field(default_factory=ThinkingConfig)
+    speaking: SpeakingConfig = field(default_factory=SpeakingConfig)
+    barge_in: BargeInConfig = field(default_factory=BargeInConfig)
+    dialog: DialogConfig = field(default_factory=DialogConfig)
+    models: ModelsConfig = field(default_factory=ModelsConfig)
+    log: LogConfig = field(default_factory=LogConfig)
+    base_dir: Path = field(default=Path("."), metadata={"internal": True})
+
+    def max_duration_s(self, state: str) -> float:
+        """The watchdog limit of a state."""
+        limits = {"idle": self.idle.max_s, "listening": self.listening.max_s,
+                  "thinking": self.thinking.max_s, "speaking": self.speaking.max_s}
+        return limits[state]
+
+    def model_dirs(self) -> list[Path]:
+        """``models.dirs`` made absolute against the config file's folder."""
+        out = []
+        for d in self.models.dirs:
+            p = Path(d).expanduser()
+            out.append(p if p.is_absolute() else (self.base_dir / p).resolve())
+        return out
+
+
+def load(path: Path | None = None, overrides: list[str] | tuple[str, ...] = ()) -> Config:
+    """Read ``path`` (or the defaults alone), apply ``dotted.key=TOML_VALUE`` overrides, validate."""
+    raw: dict[str, Any] = {}
+    base = Path(".").resolve()
+    if path is not None:
+        try:
+            raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"config file not found: {path}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+        base = Path(path).resolve().parent
+    for item in overrides:
+        _apply_override(raw, item)
+    cfg: Config = _build(Config, raw, "")
+    return dataclasses.replace(cfg, base_dir=base)
+
+
+def _apply_override(raw: dict[str, Any], item: str) -> None:
+    key, sep, text = item.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigError(f"--set {item!r}: expected dotted.key=VALUE")
+    try:
+        value = tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = text  # a bare word such as `always` is taken as a string; types are checked below
+    parts = key.split(".")
+    node = raw
+    for part in parts[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"{key}: {part} is not a section")
+        node = child
+    node[parts[-1]] = value
+
+
+def _build(cls: type[Any], raw: Any, prefix: str) -> Any:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{prefix.rstrip('.') or 'config'}: expected a table")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if not f.metadata.get("internal")}
+    unknown = sorted(set(raw) - set(fields))
+    if unknown:
+        raise ConfigError(f"unknown config key: {prefix}{unknown[0]}")
+    kwargs: dict[str, Any] = {}
+    for name, value in raw.items():
+        f, hint, key = fields[name], hints[name], prefix + name
+        if dataclasses.is_dataclass(hint):
+            kwargs[name] = _build(typing.cast(type[Any], hint), value, key + ".")
+        else:
+            kwargs[name] = _check(key, hint, value, f.metadata)
+    return cls(**kwargs)
+
+
+def _check(key: str, hint: Any, value: Any, meta: typing.Mapping[str, Any]) -> Any:
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key}: expected true or false, got {value!r}")
+        return value
+    if hint is int or hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or (
+                hint is int and not isinstance(value, int)):
+            kind = "a whole number" if hint is int else "a number"
+            raise ConfigError(f"{key}: expected {kind}, got {value!r}")
+        lo, hi = meta.get("lo"), meta.get("hi")
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            raise ConfigError(f"{key}: must be between {lo:g} and {hi:g}, got {value!r}")
+        return hint(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{key}: expected a string, got {value!r}")
+        choices = meta.get("choices")
+        if choices and value not in choices:
+            raise ConfigError(f"{key}: must be one of {', '.join(choices)}; got {value!r}")
+        return value
+    if typing.get_origin(hint) is tuple:
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise ConfigError(f"{key}: expected a list of non-empty strings, got {value!r}")
+        return tuple(value)
+    raise ConfigError(f"{key}: unsupported setting")  # pragma: no cover - a programming error
+
+
+def describe() -> list[tuple[str, Any, str]]:
+    """Every key with its default and doc, for the README's reference and `assistant config`."""
+    rows: list[tuple[str, Any, str]] = []
+
+    def walk(cls: type[Any], prefix: str) -> None:
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            if f.metadata.get("internal"):
+                continue
+            if dataclasses.is_dataclass(hints[f.name]):
+                walk(typing.cast(type[Any], hints[f.name]), prefix + f.name + ".")
+                continue
+            rows.append((prefix + f.name, f.default, f.metadata["doc"]))
+
+    walk(Config, "")
+    return rows

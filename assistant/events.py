@@ -1,0 +1,158 @@
+"""The closed set of events a session emits, the bus that carries them, and the JSONL recorder.
+
+Events are frozen dataclasses named for what has happened. The bus stamps each with session time
+(from the sample clock, never the wall clock) and hands it to subscribers synchronously, so a
+control event such as ``BargeIn`` never waits behind queued audio or text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, ClassVar, Protocol
+
+import structlog
+
+log = structlog.get_logger("events")
+
+
+@dataclass(frozen=True)
+class Event:
+    type: ClassVar[str] = "event"
+
+    def fields(self) -> dict[str, Any]:
+        """The payload with JSON names (a trailing underscore, as in ``from_``, is dropped)."""
+        return {f.name.rstrip("_"): getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+@dataclass(frozen=True)
+class StateChanged(Event):
+    type: ClassVar[str] = "state_changed"
+    from_: str
+    to: str
+    trigger: str
+
+
+@dataclass(frozen=True)
+class WakeDetected(Event):
+    type: ClassVar[str] = "wake_detected"
+    keyword: str
+
+
+@dataclass(frozen=True)
+class SpeechStarted(Event):
+    type: ClassVar[str] = "speech_started"
+
+
+@dataclass(frozen=True)
+class SpeechEnded(Event):
+    type: ClassVar[str] = "speech_ended"
+    audio_s: float
+
+
+@dataclass(frozen=True)
+class Transcript(Event):
+    type: ClassVar[str] = "transcript"
+    text: str
+
+
+@dataclass(frozen=True)
+class ReplyText(Event):
+    type: ClassVar[str] = "reply_text"
+    text: str
+
+
+@dataclass(frozen=True)
+class TtsChunk(Event):
+    type: ClassVar[str] = "tts_chunk"
+    text: str
+    audio_s: float
+    synth_s: float
+
+
+@dataclass(frozen=True)
+class PlaybackStarted(Event):
+    type: ClassVar[str] = "playback_started"
+
+
+@dataclass(frozen=True)
+class PlaybackFinished(Event):
+    type: ClassVar[str] = "playback_finished"
+    interrupted: bool
+
+
+@dataclass(frozen=True)
+class BargeIn(Event):
+    type: ClassVar[str] = "barge_in"
+    reason: str
+
+
+@dataclass(frozen=True)
+class Error(Event):
+    type: ClassVar[str] = "error"
+    stage: str
+    message: str
+
+
+class Clock(Protocol):
+    def now(self) -> float: ...
+
+
+Subscriber = Callable[[float, Event], None]
+
+
+class EventBus:
+    """One bus per session: publish stamps session time and calls every subscriber at once."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self._subscribers: list[Subscriber] = []
+        self._waiters: list[tuple[Callable[[Event], bool], asyncio.Future[Event]]] = []
+
+    def subscribe(self, fn: Subscriber) -> None:
+        self._subscribers.append(fn)
+
+    def publish(self, event: Event) -> None:
+        t = self.clock.now()
+        log.debug(event.type, t=round(t, 3), **event.fields())
+        for fn in self._subscribers:
+            fn(t, event)
+        still_waiting = []
+        for match, fut in self._waiters:
+            if fut.done():
+                continue
+            if match(event):
+                fut.set_result(event)
+            else:
+                still_waiting.append((match, fut))
+        self._waiters = still_waiting
+
+    def wait_for(self, match: Callable[[Event], bool]) -> asyncio.Future[Event]:
+        """A future resolved by the next event that ``match`` accepts (bound it with a timeout)."""
+        fut: asyncio.Future[Event] = asyncio.get_running_loop().create_future()
+        self._waiters.append((match, fut))
+        return fut
+
+
+def to_record(t: float, event: Event) -> dict[str, Any]:
+    """The JSONL form: session time in seconds (to the millisecond), type, then the payload."""
+    return {"t": round(t, 3), "type": event.type, **event.fields()}
+
+
+class JsonlRecorder:
+    """Writes one JSON object per line and flushes it, so a crash loses no recorded event."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file: IO[str] = path.open("w", encoding="utf-8")
+
+    def __call__(self, t: float, event: Event) -> None:
+        self._file.write(json.dumps(to_record(t, event), ensure_ascii=False) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()

@@ -1,0 +1,105 @@
+"""One small Protocol per model kind.
+
+Every backend declares its sample rate, loads and closes its model, and can stop work in flight.
+Audio is float32 mono in [-1, 1]. Streaming calls are pulled one piece at a time from the
+backend's worker thread, so cancellation lands between pieces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+Samples = npt.NDArray[np.float32]
+
+
+class ModelError(RuntimeError):
+    """A model that is missing, corrupt or failed; the message names the file and the step."""
+
+
+class Vad(Protocol):
+    """Voice activity: is there speech in each window of audio?"""
+
+    sample_rate: int
+    window_samples: int
+
+    def load(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def reset(self) -> None:
+        """Forget the stream so far (a new, unrelated stream follows)."""
+        ...
+
+    async def accept(self, samples: Samples) -> list[bool]:
+        """Feed audio of any length; one speech flag per complete window, in order."""
+        ...
+
+
+class Kws(Protocol):
+    """Keyword spotting on the live stream."""
+
+    sample_rate: int
+
+    def load(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def reset(self) -> None: ...
+
+    async def accept(self, samples: Samples) -> str | None:
+        """Feed audio; the keyword heard in it, if any."""
+        ...
+
+
+class Asr(Protocol):
+    """Speech to text for one utterance."""
+
+    sample_rate: int
+
+    def load(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    async def transcribe(self, samples: Samples) -> str: ...
+
+    def stop(self) -> None:
+        """Abandon the transcription in flight, if the backend can."""
+        ...
+
+
+class Llm(Protocol):
+    """A chat model that streams its reply."""
+
+    def load(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def reply(self, text: str) -> AsyncIterator[str]:
+        """Stream the reply to the user's ``text`` piece by piece."""
+        ...
+
+    def stop(self) -> None:
+        """Stop generating at the next token."""
+        ...
+
+
+class Tts(Protocol):
+    """Text to speech, streamed in pieces of audio."""
+
+    sample_rate: int
+
+    def load(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def synthesize(self, text: str) -> AsyncIterator[Samples]:
+        """Stream the audio of ``text`` piece by piece at ``sample_rate``."""
+        ...
+
+    def stop(self) -> None:
+        """Stop synthesizing at the next piece."""
+        ...

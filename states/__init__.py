@@ -1,0 +1,1 @@
+"""The conversation state machine: one transition table (machine.py) and one module per state."""

@@ -1,0 +1,141 @@
+"""The session: the model the state machine drives, and the audio pump that drives it.
+
+One task, ``run()``, reads the microphone, runs the VAD on each chunk, hands the chunk to the
+current state and checks the watchdog. It is the only task that fires triggers: a concurrent
+trigger would cancel the task running a transition (that is how ``transitions``' AsyncMachine
+works), so the reply tasks ask for theirs with ``request()`` and the pump fires them before the
+next chunk.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import structlog
+
+from assistant import logs
+from assistant.audio.history import AudioHistory
+from assistant.audio.protocols import AudioSink, AudioSource
+from assistant.clock import SampleClock
+from assistant.config import Config
+from assistant.events import EventBus, StateChanged
+from models.protocols import Asr, Kws, Llm, Tts, Vad
+from states import machine
+from states.idle import Idle
+from states.listening import Listening
+from states.reply import Reply
+from states.speaking import Speaking
+from states.state import State, VadWindow
+from states.thinking import Thinking
+
+log = structlog.get_logger("session")
+
+
+class Requester(Protocol):
+    stopped: bool
+
+
+@dataclass
+class Backends:
+    """The models a session uses, one per kind (the KWS only in keyword mode)."""
+
+    vad: Vad
+    asr: Asr
+    llm: Llm
+    tts: Tts
+    kws: Kws | None = None
+
+
+class Session:
+    """Shared context of the states: config, clock, bus, audio, models; and the audio pump."""
+
+    state: str  # assigned by the machine only
+
+    def __init__(self, cfg: Config, clock: SampleClock, bus: EventBus, source: AudioSource,
+                 sink: AudioSink, backends: Backends) -> None:
+        self.cfg, self.clock, self.bus = cfg, clock, bus
+        self.source, self.sink, self.models = source, sink, backends
+        rate = cfg.audio.sample_rate
+        self.history = AudioHistory(int((cfg.listening.max_utterance_s + 5) * rate))
+        self.vad_window = backends.vad.window_samples
+        self.turn_id = ""
+        self._turns = itertools.count(1)
+        self._vad_windows = 0
+        self._requests: deque[tuple[str, Requester | None, dict[str, Any]]] = deque()
+        self.reply: Reply | None = None
+        self.state_since = 0
+        self.states: dict[str, State] = {
+            s.name: s for s in (Idle(self), Listening(self), Thinking(self), Speaking(self))}
+        machine.attach(self)
+        logs.follow_state(lambda: self.state)
+
+    # -- called by the machine ------------------------------------------------------------------
+    def follow_up_enabled(self, _: Any) -> bool:
+        return self.cfg.dialog.follow_up_s > 0
+
+    async def leave_state(self, event: Any) -> None:
+        await self.states[event.transition.source].exit(event.transition.dest)
+
+    async def state_changed(self, event: Any) -> None:
+        source, dest, trigger = event.transition.source, event.transition.dest, event.event.name
+        self.state_since = self.clock.samples
+        self.bus.publish(StateChanged(from_=source, to=dest, trigger=trigger))
+        await self.states[dest].enter(trigger, dict(event.kwargs))
+
+    # -- used by the states ---------------------------------------------------------------------
+    async def fire(self, trigger: str, **kwargs: Any) -> bool:
+        """Fire a trigger now. Only the pump (and the state code it calls) may do this."""
+        ok: bool = await self.trigger(trigger, **kwargs)  # type: ignore[attr-defined]
+        if not ok:
+            log.debug("trigger ignored", trigger=trigger)
+        return ok
+
+    def request(self, trigger: str, owner: Requester | None = None, **kwargs: Any) -> None:
+        """Ask the pump to fire a trigger before the next chunk (from any task of the loop).
+
+        A request from an ``owner`` that has been stopped meanwhile (an interrupted reply) is dropped.
+        """
+        self._requests.append((trigger, owner, kwargs))
+
+    def new_turn(self) -> None:
+        self.turn_id = f"t{next(self._turns)}"
+        structlog.contextvars.bind_contextvars(turn_id=self.turn_id)
+
+    # -- the pump -------------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Pump the microphone through the machine until the source ends."""
+        await self.states[self.state].enter("start", {})
+        try:
+            async for chunk in self.source.chunks():
+                self.history.append(chunk)
+                windows = self._windows(await self.models.vad.accept(chunk))
+                await self._fire_requests()
+                await self.states[self.state].on_audio(chunk, windows)
+                await self._check_watchdog()
+        finally:
+            await self.states[self.state].exit("stop")
+
+    def _windows(self, flags: list[bool]) -> list[VadWindow]:
+        out = []
+        for speech in flags:
+            self._vad_windows += 1
+            out.append(VadWindow(end=self._vad_windows * self.vad_window, speech=speech))
+        return out
+
+    async def _fire_requests(self) -> None:
+        while self._requests:
+            trigger, owner, kwargs = self._requests.popleft()
+            if owner is not None and owner.stopped:
+                log.debug("stale request dropped", trigger=trigger)
+                continue
+            await self.fire(trigger, **kwargs)
+
+    async def _check_watchdog(self) -> None:
+        held_s = (self.clock.samples - self.state_since) / self.clock.sample_rate
+        limit = self.cfg.max_duration_s(self.state)
+        if held_s > limit:
+            log.warning("watchdog: state held too long, back to idle", held_s=round(held_s, 2), limit_s=limit)
+            await self.fire("watchdog")

@@ -1,0 +1,40 @@
+"""What every state module provides: enter, exit, and what to do with each chunk of audio."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from assistant.audio.protocols import Samples
+from assistant.tasks import TaskScope
+
+if TYPE_CHECKING:
+    from states.session import Session
+
+
+@dataclass(frozen=True)
+class VadWindow:
+    """One VAD decision: is there speech in the window that ends at absolute sample ``end``?"""
+
+    end: int
+    speech: bool
+
+
+class State:
+    """A state's behaviour. ``enter`` and ``exit`` are short: they start or stop owned tasks."""
+
+    name = "state"
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.tasks = TaskScope(self.name)
+
+    async def enter(self, trigger: str, kwargs: dict[str, Any]) -> None:
+        """Called after the machine has entered this state by ``trigger``."""
+
+    async def exit(self, dest: str) -> None:
+        """Called before the machine leaves this state for ``dest``: stop what the state owns."""
+        await self.tasks.cancel()
+
+    async def on_audio(self, chunk: Samples, windows: list[VadWindow]) -> None:
+        """Each captured chunk, with the VAD windows it completed."""

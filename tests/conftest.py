@@ -1,0 +1,103 @@
+"""Shared fixtures: real recordings, the real VAD, and a replay runner with test doubles."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from assistant import config as config_mod
+from assistant.audio.wav import read_wav
+from assistant.replay import Echo, replay
+from models.sherpa_vad import SherpaSileroVad, silero_model_path
+from states.session import Backends
+from tests.doubles import ScriptedAsr, ScriptedLlm, ToneTts
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+REAL = SHARED / "audio" / "real"
+RATE = 16000
+
+
+def real(name: str) -> np.ndarray:
+    """A real Mandarin recording from ../shared/audio/real/, as 16 kHz float32."""
+    path = REAL / name
+    if not path.is_file():
+        pytest.fail(f"missing shared recording {path}: see ../shared/README.md")
+    return read_wav(path, RATE)
+
+
+def silence(seconds: float) -> np.ndarray:
+    return np.zeros(int(seconds * RATE), np.float32)
+
+
+def session_of(*parts: np.ndarray) -> np.ndarray:
+    return np.concatenate(parts).astype(np.float32)
+
+
+@dataclass
+class Replayed:
+    events: list[dict[str, Any]]
+    summary: dict[str, Any]
+    played: np.ndarray
+    out: Path
+
+    def types(self, *, without: tuple[str, ...] = ("tts_chunk",)) -> list[str]:
+        return [e["type"] for e in self.events if e["type"] not in without]
+
+    def transitions(self) -> list[tuple[str, str, str]]:
+        return [(e["from"], e["to"], e["trigger"]) for e in self.events if e["type"] == "state_changed"]
+
+    def first(self, kind: str, **match: Any) -> dict[str, Any]:
+        for e in self.events:
+            if e["type"] == kind and all(e.get(k) == v for k, v in match.items()):
+                return e
+        raise AssertionError(f"no {kind} {match} in {self.types()}")
+
+
+def make_config(*overrides: str) -> config_mod.Config:
+    base = ("wake.mode='always'", "log.level='warning'")
+    return config_mod.load(None, [*base, *overrides])
+
+
+@pytest.fixture
+def vad() -> SherpaSileroVad:
+    v = SherpaSileroVad(silero_model_path([]))
+    v.load()
+    yield v
+    v.close()
+
+
+ReplayRunner = Callable[..., Awaitable[Replayed]]
+
+
+@pytest.fixture
+def run_replay(tmp_path: Path, vad: SherpaSileroVad) -> ReplayRunner:
+    counter = iter(range(1000))
+
+    async def run(recording: np.ndarray, *overrides: str, asr: Any = None, llm: Any = None,
+                  tts: Any = None, kws: Any = None, echo: Echo | None = None,
+                  subscribers: tuple[Any, ...] = ()) -> Replayed:
+        out = tmp_path / f"run{next(counter)}"
+        vad.reset()
+        backends = Backends(vad=vad, asr=asr or ScriptedAsr("你是谁"), llm=llm or ScriptedLlm("我是听说。"),
+                            tts=tts or ToneTts(), kws=kws)
+        summary = await replay(make_config(*overrides), recording, out, backends, echo=echo,
+                               subscribers=subscribers)
+        events = [json.loads(line) for line in (out / "events.jsonl").read_text(encoding="utf-8").splitlines()]
+        assert summary == json.loads((out / "summary.json").read_text(encoding="utf-8"))
+        return Replayed(events, summary, read_wav(out / "played.wav", RATE), out)
+
+    return run
+
+
+@pytest.fixture(autouse=True, scope="session")
+def quiet_logs() -> None:
+    from assistant import logs
+
+    logs.setup("warning", "console")

@@ -1,0 +1,115 @@
+"""Scripted stand-ins for the models a test is not about. They live here only and never ship."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+
+import numpy as np
+
+from assistant.audio.protocols import Samples
+
+
+class ScriptedAsr:
+    """Answers each utterance with the next scripted text; keeps what it was given."""
+
+    sample_rate = 16000
+
+    def __init__(self, *texts: str, fail: Exception | None = None) -> None:
+        self.texts = list(texts)
+        self.fail = fail
+        self.heard: list[Samples] = []
+
+    def load(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    async def transcribe(self, samples: Samples) -> str:
+        self.heard.append(samples)
+        await asyncio.sleep(0)
+        if self.fail is not None:
+            raise self.fail
+        return self.texts.pop(0) if self.texts else ""
+
+
+class ScriptedLlm:
+    """Streams scripted replies a few characters at a time; ``hang`` never answers."""
+
+    def __init__(self, *replies: str, hang: bool = False) -> None:
+        self.replies = list(replies)
+        self.hang = hang
+        self.asked: list[str] = []
+        self.stops = 0
+        self.cancelled = 0
+
+    def load(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def stop(self) -> None:
+        self.stops += 1
+
+    async def reply(self, text: str) -> AsyncIterator[str]:
+        self.asked.append(text)
+        try:
+            if self.hang:
+                await asyncio.Event().wait()
+            answer = self.replies.pop(0) if self.replies else "好的。"
+            for i in range(0, len(answer), 3):
+                await asyncio.sleep(0)
+                yield answer[i:i + 3]
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+
+
+class ToneTts:
+    """'Speaks' a quiet tone lasting ``seconds_per_char`` per character, in 0.5 s pieces."""
+
+    def __init__(self, sample_rate: int = 24000, seconds_per_char: float = 0.25,
+                 source: Callable[[int], Samples] | None = None) -> None:
+        self.sample_rate = sample_rate
+        self.seconds_per_char = seconds_per_char
+        self.source = source
+        self.stops = 0
+
+    def load(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def stop(self) -> None:
+        self.stops += 1
+
+    async def synthesize(self, text: str) -> AsyncIterator[Samples]:
+        n = int(len(text) * self.seconds_per_char * self.sample_rate)
+        t = np.arange(n) / self.sample_rate
+        audio = self.source(n) if self.source else (0.1 * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
+        piece = self.sample_rate // 2
+        for i in range(0, n, piece):
+            await asyncio.sleep(0)
+            yield audio[i:i + piece]
+
+
+class ScriptedKws:
+    """Hears ``keyword`` when the stream passes each of ``at_s`` seconds."""
+
+    sample_rate = 16000
+
+    def __init__(self, keyword: str, *at_s: float) -> None:
+        self.keyword = keyword
+        self.at = [int(s * self.sample_rate) for s in at_s]
+        self.fed = 0
+
+    def load(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def reset(self) -> None: ...
+
+    async def accept(self, samples: Samples) -> str | None:
+        before, self.fed = self.fed, self.fed + len(samples)
+        if any(before < a <= self.fed for a in self.at):
+            return self.keyword
+        return None

@@ -1,0 +1,151 @@
+"""Audio I/O: wav reading in any format, the replay device's timeline and acoustic loop, the
+wav and null sinks, and the ALSA path on ALSA's `file` plugin (no sound card needed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import wave
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from assistant.audio.history import AudioHistory
+from assistant.audio.replay import ReplayDevice
+from assistant.audio.wav import BadAudioFile, NullSink, WavFileSink, WavFileSource, read_wav, write_wav
+from assistant.clock import SampleClock
+from tests.conftest import REAL, ROOT
+
+
+def write_pcm(path: Path, frames: np.ndarray, rate: int, width: int) -> Path:
+    """Write int frames (n, channels) as a PCM wav of ``width`` bytes per sample."""
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(frames.shape[1])
+        w.setsampwidth(width)
+        w.setframerate(rate)
+        if width == 3:
+            b = frames.astype("<i4").tobytes()
+            w.writeframes(b"".join(b[i:i + 3] for i in range(0, len(b), 4)))
+        else:
+            w.writeframes(frames.astype({1: np.uint8, 2: "<i2", 4: "<i4"}[width]).tobytes())
+    return path
+
+
+def test_any_pcm_wav_is_read_as_16k_mono(tmp_path):
+    voice = read_wav(REAL / "cmd_qiehuan_1.wav", 16000)
+    t = np.arange(44100) / 44100
+    tone = np.sin(2 * np.pi * 440 * t)
+    stereo24 = write_pcm(tmp_path / "s24.wav", np.stack([tone, tone], 1) * 0.5 * (1 << 23), 44100, 3)
+    mono8 = write_pcm(tmp_path / "u8.wav", (tone[:, None] * 0.5 * 127 + 128).round(), 44100, 1)
+    for path in (stereo24, mono8):
+        audio = read_wav(path, 16000)
+        assert audio.dtype == np.float32 and len(audio) == 16000
+        assert 0.45 < np.abs(audio[100:-100]).max() < 0.55
+        spectrum = np.abs(np.fft.rfft(audio))
+        assert abs(np.argmax(spectrum) - 440) <= 1  # 1 s at 16 kHz: one bin per Hz
+    assert 1.8 < len(voice) / 16000 < 2.0 and voice.dtype == np.float32
+
+
+def test_write_then_read_round_trips(tmp_path):
+    audio = (0.3 * np.sin(np.arange(16000) / 10)).astype(np.float32)
+    write_wav(tmp_path / "a.wav", audio, 16000)
+    assert np.allclose(read_wav(tmp_path / "a.wav", 16000), audio, atol=1 / 32768)
+    assert not (tmp_path / "a.wav.part").exists()
+
+
+def test_bad_files_raise_one_clear_error(tmp_path):
+    (tmp_path / "x.wav").write_bytes(b"RIFF....WAVEjunk")
+    with pytest.raises(BadAudioFile, match="not a readable PCM wav"):
+        read_wav(tmp_path / "x.wav", 16000)
+
+
+async def test_replay_device_plays_on_the_mic_timeline_and_echoes_it():
+    rate, n = 16000, 320
+    recording = (0.01 * np.ones(rate)).astype(np.float32)
+    clock = SampleClock(rate)
+    device = ReplayDevice(recording, clock, n, echo_gain=0.5, echo_delay_ms=40)
+    reply = np.linspace(0.1, 0.2, 1600).astype(np.float32)
+    heard = []
+    async for chunk in device.chunks():
+        heard.append(chunk)
+        if len(heard) == 10:  # written while the 10th chunk (ending at 3200) is processed ...
+            await device.speaker.write(reply)  # ... it plays from the next chunk on
+
+    mic = np.concatenate(heard)
+    played = device.played()
+    assert len(played) == len(mic) == rate == clock.samples
+    assert np.all(played[:3200] == 0) and np.allclose(played[3200:4800], reply)
+    assert np.all(played[4800:] == 0)
+    delay = 640  # 40 ms at 16 kHz
+    expected = recording.copy()
+    expected[3200 + delay:4800 + delay] += 0.5 * reply
+    assert np.allclose(mic, expected, atol=1e-6)
+    assert device.speaker.position == 1600
+
+
+async def test_replay_device_clear_discards_queued_audio():
+    clock = SampleClock(16000)
+    device = ReplayDevice(np.zeros(3200, np.float32), clock, 320)
+    chunks = device.chunks()
+    await anext(chunks)
+    await device.speaker.write(np.ones(16000, np.float32))
+    await anext(chunks)
+    device.speaker.clear()
+    await device.speaker.wait_playout()
+    rest = [c async for c in chunks]
+    assert len(rest) == 8
+    assert device.played()[640:].max() == 0 and device.played()[320:640].min() == 1
+
+
+async def test_wav_source_paces_the_clock_and_sinks_collect(tmp_path):
+    clock = SampleClock(16000)
+    source = WavFileSource(REAL / "cmd_qiehuan_1.wav", clock, 320)
+    chunks = [c async for c in source.chunks()]
+    assert all(len(c) == 320 for c in chunks)
+    assert clock.samples == 320 * len(chunks) and clock.now() == clock.samples / 16000
+    sink = WavFileSink(tmp_path / "out.wav", 16000)
+    for c in chunks:
+        await sink.write(c)
+    sink.close()
+    assert sink.position == clock.samples
+    assert np.allclose(read_wav(tmp_path / "out.wav", 16000), np.concatenate(chunks), atol=1 / 32768)
+    null = NullSink(16000)
+    await null.write(chunks[0])
+    assert null.position == 320
+
+
+def test_history_returns_audio_by_absolute_sample():
+    h = AudioHistory(1000)
+    x = np.arange(5000, dtype=np.float32)
+    for i in range(0, 5000, 320):
+        h.append(x[i:i + 320])
+    assert h.start == 4000 and h.end == 5000
+    assert np.array_equal(h.slice(4100, 4200), x[4100:4200])
+    assert np.array_equal(h.slice(3000, 4010), x[4000:4010])
+    assert len(h.slice(0, 10)) == 0
+
+
+def test_alsa_capture_and_playback_through_the_file_plugin(tmp_path):
+    tone = (0.25 * np.sin(np.arange(16000) * 2 * np.pi * 300 / 16000) * 32767).astype("<i2")
+    (tmp_path / "in.raw").write_bytes(tone.tobytes())
+    (tmp_path / ".asoundrc").write_text(f"""
+pcm.tscap {{ type file  slave.pcm "null"  file "/dev/null"  infile "{tmp_path}/in.raw"  format "raw" }}
+pcm.tsplay {{ type file  slave.pcm "null"  file "{tmp_path}/out.raw"  format "raw" }}
+""", encoding="utf-8")
+    env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-m", "tests.alsa_probe"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    got = json.loads(result.stdout)
+    assert got["chunks"] == 25 and got["chunk_len"] == 320 and got["clock_samples"] == 8000
+    assert np.allclose(got["samples"], tone[:4000] / 32768, atol=1e-4)  # captured exactly the infile
+    assert got["position_after_playout"] == 8000
+    assert got["position_after_second"] == 8000 + 1600
+    played = np.frombuffer((tmp_path / "out.raw").read_bytes(), "<i2")
+    expected = (np.clip(0.5 * np.sin(np.arange(8000) * 2 * np.pi * 440 / 16000), -1, 1) * 32767).round()
+    assert len(played) == 9600
+    assert np.array_equal(played[:8000], expected.astype("<i2"))
+    assert "cannot open capture device 'no_such_device'" in got["missing_device_error"]

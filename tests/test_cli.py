@@ -1,0 +1,82 @@
+"""The command line: bad input is one line on stderr and exit code 2, never a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import wave
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REAL
+
+
+def assistant(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "assistant", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=120, check=False)
+
+
+def one_line_error(result: subprocess.CompletedProcess[str], *fragments: str) -> None:
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("assistant: ")
+    assert "Traceback" not in result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def empty_wav(path: Path) -> Path:
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+    return path
+
+
+@pytest.mark.parametrize(("make", "fragment"), [
+    (lambda d: d / "missing.wav", "no such file"),
+    (lambda d: empty_wav(d / "empty.wav"), "the recording is empty"),
+    (lambda d: (d / "notes.wav").write_text("not audio") and d / "notes.wav", "not a readable PCM wav"),
+    (lambda d: (d / "folder.wav").mkdir() or d / "folder.wav", "is a folder"),
+])
+def test_replay_of_a_bad_file_exits_2_with_one_line_and_writes_nothing(tmp_path, make, fragment):
+    bad = make(tmp_path)
+    out = tmp_path / "out"
+    result = assistant("replay", str(bad), "--out", str(out), cwd=tmp_path)
+    one_line_error(result, fragment)
+    assert result.stdout == ""
+    assert not out.exists()
+
+
+def test_bad_settings_exit_2_naming_the_key(tmp_path):
+    wav = str(REAL / "cmd_qiehuan_1.wav")
+    one_line_error(assistant("vad", wav, "--set", "vad.threshold=7", cwd=tmp_path), "vad.threshold")
+    one_line_error(assistant("--set", "vad.nope=1", "vad", wav, cwd=tmp_path), "unknown config key: vad.nope")
+    one_line_error(assistant("vad", wav, "--config", str(tmp_path / "none.toml"), cwd=tmp_path),
+                   "config file not found")
+    one_line_error(assistant("replay", wav, "--out", str(tmp_path / "o"), "--echo", "loud", cwd=tmp_path),
+                   "--echo")
+
+
+def test_vad_command_finds_the_utterances_of_a_real_recording(tmp_path):
+    result = assistant("vad", str(REAL / "greeting_10s.wav"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "2 utterance(s) in 10.20 s of audio" in result.stdout
+
+
+def test_config_and_set_apply_to_every_subcommand(tmp_path):
+    # A 2 s endpoint merges the two phrases of the greeting (1.1 s apart) into one utterance,
+    # whether it comes from a config file or from --set.
+    custom = tmp_path / "custom.toml"
+    custom.write_text("[vad]\nendpoint_silence_ms = 2000\n", encoding="utf-8")
+    wav = str(REAL / "greeting_10s.wav")
+    from_file = assistant("vad", wav, "--config", str(custom), cwd=tmp_path)
+    from_set = assistant("--set", "vad.endpoint_silence_ms=2000", "vad", wav, cwd=tmp_path)
+    for result in (from_file, from_set):
+        assert result.returncode == 0, result.stderr
+        assert "1 utterance(s)" in result.stdout
+    shown = assistant("config", "--config", str(custom), "--set", "wake.mode=always", cwd=tmp_path)
+    assert "vad.endpoint_silence_ms = 2000" in shown.stdout
+    assert "wake.mode = 'always'" in shown.stdout

@@ -1,0 +1,172 @@
+"""The parts under the states: worker threads, task scopes, onset/endpoint logic, events, summary."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import re
+import threading
+
+import pytest
+
+from assistant.events import EventBus, PlaybackFinished, StateChanged, to_record
+from assistant.summary import summarize
+from assistant.tasks import TaskScope
+from models.worker import LOCKSTEP, Worker
+from states.listening import Endpointer
+from states.machine import STATES, TRANSITIONS
+from states.onset import OnsetDetector
+from states.state import VadWindow
+from tests.conftest import ROOT
+
+W = 512
+request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+
+
+async def test_worker_runs_on_its_own_named_thread_with_the_callers_contextvars():
+    worker = Worker("tts")
+    request_id.set("turn-7")
+    seen = await worker.run(lambda: (threading.current_thread().name, request_id.get()))
+    worker.close()
+    assert seen[0].startswith("tts") and seen[0] != threading.current_thread().name
+    assert seen[1] == "turn-7"
+
+
+async def test_worker_in_lockstep_blocks_the_loop_so_compute_takes_no_session_time():
+    worker = Worker("asr")
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(0)
+    token = LOCKSTEP.set(True)
+    before = ticks
+    await worker.run(threading.Event().wait, 0.05)  # 50 ms of "compute"
+    during = ticks - before
+    LOCKSTEP.reset(token)
+    task.cancel()
+    worker.close()
+    assert during <= 2  # the loop did not run the other task while the model computed
+
+
+async def test_task_scope_cancels_owned_tasks_and_never_swallows_its_own_cancellation():
+    scope = TaskScope("reply")
+    cancelled = asyncio.Event()
+
+    async def long_job() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    scope.spawn(long_job(), "job")
+    await asyncio.sleep(0)
+    await scope.cancel()
+    assert cancelled.is_set() and not scope.active
+
+    # A task that waits on the scope and is itself cancelled must see CancelledError.
+    scope2 = TaskScope("slow")
+
+    async def stubborn() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.2)  # slow to stop
+            raise
+
+    scope2.spawn(stubborn(), "stubborn")
+    await asyncio.sleep(0)
+    waiter = asyncio.create_task(scope2.cancel())
+    await asyncio.sleep(0.01)
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+
+
+def windows(pattern: str, start: int = 0) -> list[VadWindow]:
+    """'#' is a speech window, '.' silence; windows of 512 samples from ``start``."""
+    return [VadWindow(start + (i + 1) * W, c == "#") for i, c in enumerate(pattern)]
+
+
+def test_onset_needs_enough_speech_and_reports_where_it_began():
+    d = OnsetDetector(min_speech_samples=3 * W, window_samples=W)
+    assert d.feed(windows("..##.##.")) is None
+    assert d.feed(windows("###", start=8 * W)) == 8 * W
+
+
+def test_onset_ignores_the_echo_window_but_keeps_the_true_onset():
+    d = OnsetDetector(min_speech_samples=2 * W, window_samples=W, ignore_until=4 * W)
+    # Speech from window 2 on: windows ending at or before 4*W do not count.
+    assert d.feed(windows("..##")) is None
+    assert d.feed(windows("#", start=4 * W)) is None
+    assert d.feed(windows("#", start=5 * W)) == 2 * W
+
+
+def test_endpointer_ends_after_the_silence_and_cuts_long_utterances():
+    e = Endpointer(window=W, min_speech=2 * W, endpoint_silence=3 * W, max_utterance=100 * W)
+    started, ended = e.feed(windows("..####..#.."))
+    assert started == 2 * W and ended is None
+    started, ended = e.feed(windows(".", start=11 * W))
+    assert started is None and ended is not None
+    assert (ended.start, ended.end, ended.trailing_silence, ended.reason) == (2 * W, 12 * W, 3 * W, "silence")
+
+    e = Endpointer(window=W, min_speech=W, endpoint_silence=3 * W, max_utterance=5 * W, onset=0)
+    _, ended = e.feed(windows("########"))
+    assert ended is not None and ended.reason == "max_utterance" and ended.end == 5 * W
+
+
+async def test_bus_stamps_session_time_and_names_fields_for_json():
+    class Clock:
+        t = 1.23456
+
+        def now(self) -> float:
+            return self.t
+
+    bus = EventBus(Clock())
+    seen = []
+    bus.subscribe(lambda t, e: seen.append(to_record(t, e)))
+    waiter = bus.wait_for(lambda e: isinstance(e, PlaybackFinished))
+    bus.publish(StateChanged(from_="idle", to="listening", trigger="wake"))
+    bus.publish(PlaybackFinished(interrupted=True))
+    assert await asyncio.wait_for(waiter, 1) == PlaybackFinished(interrupted=True)
+    assert seen == [{"t": 1.235, "type": "state_changed", "from": "idle", "to": "listening", "trigger": "wake"},
+                    {"t": 1.235, "type": "playback_finished", "interrupted": True}]
+
+
+def test_summary_measures_first_audio_rtf_and_gaps():
+    records = [
+        {"t": 0.5, "type": "wake_detected", "keyword": "小智"},
+        {"t": 2.0, "type": "speech_ended", "audio_s": 1.2},
+        {"t": 2.2, "type": "transcript", "text": "几点了"},
+        {"t": 2.6, "type": "reply_text", "text": "三点。"},
+        {"t": 3.0, "type": "tts_chunk", "text": "a", "audio_s": 1.0, "synth_s": 0.4},
+        {"t": 3.0, "type": "playback_started"},
+        {"t": 4.5, "type": "tts_chunk", "text": "b", "audio_s": 1.0, "synth_s": 0.6},  # 0.5 s late
+        {"t": 5.5, "type": "playback_finished", "interrupted": False},
+    ]
+    turn, = summarize(records)["turns"]
+    assert turn["wake_t"] == 0.5 and turn["speech_end_t"] == 2.0
+    assert turn["end_of_speech_to_first_audio_s"] == 1.0
+    assert turn["tts_first_audio_s"] == 0.4
+    assert turn["rtf"] == 0.5
+    assert turn["max_gap_s"] == 0.5
+    assert turn["interrupted"] is False
+
+
+def test_one_transition_table_and_no_other_code_assigns_the_state():
+    assert STATES == ["idle", "listening", "thinking", "speaking"]
+    triggers = {t["trigger"] for t in TRANSITIONS}
+    assert {"wake", "speech_end", "no_speech_timeout", "first_audio", "reply_done", "barge_in", "error",
+            "watchdog"} <= triggers
+    assignment = re.compile(r"\.state\s*=[^=]|setattr\([^)]*['\"]state['\"]")
+    offenders = [f"{path}:{n}" for folder in ("assistant", "states", "models")
+                 for path in (ROOT / folder).rglob("*.py")
+                 for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+                 if assignment.search(line)]
+    assert offenders == []
