@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections.abc import Sequence
 from contextlib import suppress
 
 import structlog
 
 from assistant.audio.alsa import AlsaSink, AlsaSource
+from assistant.audio.protocols import AudioSink, AudioSource
 from assistant.clock import SampleClock
 from assistant.config import Config
-from assistant.events import EventBus
+from assistant.events import EventBus, Subscriber
 from models.protocols import ModelError, Vad
 from models.sherpa_vad import SherpaSileroVad, silero_model_path
 from states.session import Backends, Session
@@ -46,24 +48,27 @@ def close(backends: Backends) -> None:
             model.close()
 
 
-async def run_live(cfg: Config, backends: Backends) -> None:
-    """Hold conversations on the ALSA devices until interrupted (Ctrl-C or SIGTERM)."""
-    clock = SampleClock(cfg.audio.sample_rate, realtime=True)
-    bus = EventBus(clock)
+def open_devices(cfg: Config, clock: SampleClock) -> tuple[AlsaSource, AlsaSink]:
+    """The configured microphone and speaker; a missing sound card is one clear AudioDeviceError."""
     source = AlsaSource(cfg.audio.capture_device, clock, cfg.audio.chunk_samples)
     try:
         sink = AlsaSink(cfg.audio.playback_device, cfg.audio.playback_rate, cfg.audio.playback_buffer_ms)
     except Exception:
         source.close()
         raise
+    return source, sink
+
+
+async def run_live(cfg: Config, clock: SampleClock, source: AudioSource, sink: AudioSink, backends: Backends,
+                   subscribers: Sequence[Subscriber] = ()) -> None:
+    """Hold conversations on the given devices until the source ends (Ctrl-C or SIGTERM close it)."""
+    bus = EventBus(clock)
+    for fn in subscribers:
+        bus.subscribe(fn)
     session = Session(cfg, clock, bus, source, sink, backends)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        with suppress(NotImplementedError):
+        with suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, source.close)
-    log.info("listening", capture=cfg.audio.capture_device, playback=cfg.audio.playback_device)
-    try:
-        await session.run()
-    finally:
-        source.close()
-        sink.close()
+    log.info("ready", wake=cfg.wake.mode, keywords=list(cfg.wake.keywords))
+    await session.run()

@@ -16,6 +16,7 @@ from pathlib import Path
 from assistant import app, logs
 from assistant.audio.protocols import AudioDeviceError
 from assistant.audio.wav import BadAudioFile, read_wav
+from assistant.clock import SampleClock
 from assistant.config import Config, ConfigError, describe, load
 from models.protocols import ModelError
 
@@ -69,12 +70,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def cmd_run(cfg: Config, args: argparse.Namespace) -> int:
-    backends = app.build_backends(cfg)
-    app.load(backends)
+    clock = SampleClock(cfg.audio.sample_rate, realtime=True)
+    source, sink = app.open_devices(cfg, clock)  # before the models load: a missing card is found at once
     try:
-        asyncio.run(app.run_live(cfg, backends))
+        backends = app.build_backends(cfg)
+        app.load(backends)
+        try:
+            asyncio.run(app.run_live(cfg, clock, source, sink, backends))
+        finally:
+            app.close(backends)
     finally:
-        app.close(backends)
+        source.close()
+        sink.close()
     return 0
 
 

@@ -19,7 +19,7 @@ class Idle(State):
 
     async def enter(self, trigger: str, kwargs: dict[str, Any]) -> None:
         s = self.session
-        structlog.contextvars.unbind_contextvars("turn_id")
+        s.end_turn()
         rate = s.cfg.audio.sample_rate
         self.onset = OnsetDetector(s.cfg.vad.min_speech_ms * rate // 1000, s.vad_window)
         if s.models.kws is not None:

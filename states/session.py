@@ -22,7 +22,7 @@ from assistant.audio.protocols import AudioSink, AudioSource
 from assistant.clock import SampleClock
 from assistant.config import Config
 from assistant.events import EventBus, StateChanged
-from models.protocols import Asr, Kws, Llm, Tts, Vad
+from models.protocols import Asr, Kws, Llm, ModelError, Tts, Vad
 from states import machine
 from states.idle import Idle
 from states.listening import Listening
@@ -56,6 +56,8 @@ class Session:
 
     def __init__(self, cfg: Config, clock: SampleClock, bus: EventBus, source: AudioSource,
                  sink: AudioSink, backends: Backends) -> None:
+        if cfg.wake.mode == "keyword" and backends.kws is None:
+            raise ModelError("wake.mode is 'keyword' but no keyword-spotting backend is configured")
         self.cfg, self.clock, self.bus = cfg, clock, bus
         self.source, self.sink, self.models = source, sink, backends
         rate = cfg.audio.sample_rate
@@ -89,6 +91,12 @@ class Session:
     async def fire(self, trigger: str, **kwargs: Any) -> bool:
         """Fire a trigger now. Only the pump (and the state code it calls) may do this."""
         ok: bool = await self.trigger(trigger, **kwargs)  # type: ignore[attr-defined]
+        # The machine runs state callbacks in child tasks, so a turn started there is bound here,
+        # in the pump's own context, which every later task of the turn inherits.
+        if self.turn_id:
+            structlog.contextvars.bind_contextvars(turn_id=self.turn_id)
+        else:
+            structlog.contextvars.unbind_contextvars("turn_id")
         if not ok:
             log.debug("trigger ignored", trigger=trigger)
         return ok
@@ -101,8 +109,12 @@ class Session:
         self._requests.append((trigger, owner, kwargs))
 
     def new_turn(self) -> None:
+        """A request begins (listening entered): log lines carry its turn_id until idle."""
         self.turn_id = f"t{next(self._turns)}"
         structlog.contextvars.bind_contextvars(turn_id=self.turn_id)
+
+    def end_turn(self) -> None:
+        self.turn_id = ""
 
     # -- the pump -------------------------------------------------------------------------------
     async def run(self) -> None:

@@ -149,3 +149,27 @@ pcm.tsplay {{ type file  slave.pcm "null"  file "{tmp_path}/out.raw"  format "ra
     assert len(played) == 9600
     assert np.array_equal(played[:8000], expected.astype("<i2"))
     assert "cannot open capture device 'no_such_device'" in got["missing_device_error"]
+
+
+def test_live_session_on_alsa_devices(tmp_path):
+    """The live path end to end: ALSA capture of a real request, the machine, ALSA playback."""
+    from tests.conftest import real, session_of, silence
+
+    mic = session_of(real("ask_who_are_you.wav"), silence(10.0))
+    (tmp_path / "in.raw").write_bytes((mic * 32767).astype("<i2").tobytes())
+    (tmp_path / ".asoundrc").write_text(f"""
+pcm.tscap {{ type file  slave.pcm "null"  file "/dev/null"  infile "{tmp_path}/in.raw"  format "raw" }}
+pcm.tsplay {{ type file  slave.pcm "null"  file "{tmp_path}/out.raw"  format "raw" }}
+""", encoding="utf-8")
+    env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-m", "tests.live_probe"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    transitions = [(e["from"], e["to"], e["trigger"]) for e in events if e["type"] == "state_changed"]
+    assert transitions == [("idle", "listening", "wake"), ("listening", "thinking", "speech_end"),
+                           ("thinking", "speaking", "first_audio"), ("speaking", "idle", "reply_done")]
+    assert [e["text"] for e in events if e["type"] == "transcript"] == ["你是谁"]
+    played = np.frombuffer((tmp_path / "out.raw").read_bytes(), "<i2")
+    assert len(played) >= int(1.25 * 16000)  # the whole 1.25 s reply reached the speaker
+    assert np.abs(played).max() > 3000

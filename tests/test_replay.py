@@ -6,6 +6,7 @@ counts) rather than sleeping or timing anything on the wall clock.
 
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
@@ -171,3 +172,38 @@ async def test_wake_word_then_request_in_keyword_mode(run_replay):
     assert r.transitions()[-1] == ("speaking", "idle", "reply_done")
     turn, = r.summary["turns"]
     assert turn["wake_t"] == r.first("wake_detected")["t"]
+
+
+async def test_log_lines_inside_a_turn_carry_turn_id_and_state(run_replay, capsys):
+    from assistant import logs
+
+    logs.setup("debug", "json")
+    try:
+        await run_replay(session_of(real("ask_who_are_you.wav"), silence(1.0)), "dialog.follow_up_s=0")
+    finally:
+        logs.setup("warning")
+    lines = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
+    in_turn = [line for line in lines if line["event"] in (
+        "speech_started", "speech_ended", "utterance ended", "transcript", "reply_text", "tts_chunk",
+        "playback_started", "playback_finished")]
+    assert len(in_turn) >= 8
+    assert all(line.get("turn_id") == "t1" for line in in_turn)
+    states = {line["event"]: line["state"] for line in in_turn}
+    assert states["utterance ended"] == "listening"
+    assert states["transcript"] == "thinking"
+    assert states["playback_finished"] == "speaking"
+
+
+@pytest.mark.slow
+async def test_realtime_replay_takes_wall_time_and_gives_the_same_turn(run_replay):
+    """--realtime paces the mic at 1x and runs models concurrently; the conversation is the same."""
+    session = session_of(real("ask_who_are_you.wav"), silence(1.0))
+    started = time.perf_counter()
+    r = await run_replay(session, "dialog.follow_up_s=0", realtime=True)
+    elapsed = time.perf_counter() - started
+    assert elapsed >= r.events[-1]["t"] - 0.1  # no faster than the session itself
+    assert r.transitions() == [("idle", "listening", "wake"), ("listening", "thinking", "speech_end"),
+                               ("thinking", "speaking", "first_audio"), ("speaking", "idle", "reply_done")]
+    turn, = r.summary["turns"]
+    assert turn["end_of_speech_to_first_audio_s"] is not None
+    assert 0 <= turn["end_of_speech_to_first_audio_s"] < 1.0

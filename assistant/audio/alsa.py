@@ -10,6 +10,8 @@ Over- and underruns are recovered (pyalsaaudio re-prepares the stream) and count
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import ctypes.util
 import errno
 import threading
 from collections import deque
@@ -26,11 +28,32 @@ from assistant.clock import SampleClock
 log = structlog.get_logger("alsa")
 
 
+_ErrorHandler = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_int,
+                                 ctypes.c_char_p)
+_quiet_handler: Any = None
+
+
+def _silence_alsa_lib() -> None:
+    """Keep libasound from printing its own multi-line diagnostics on stderr; we raise one
+    clear error instead. (The handler is variadic in C; the extra arguments are ignored.)"""
+    global _quiet_handler
+    if _quiet_handler is not None:
+        return
+    name = ctypes.util.find_library("asound") or "libasound.so.2"
+    try:
+        lib = ctypes.CDLL(name)
+    except OSError:
+        return
+    _quiet_handler = _ErrorHandler(lambda *_: None)
+    lib.snd_lib_error_set_handler(_quiet_handler)
+
+
 def _open(kind: str, device: str, rate: int, period: int, periods: int = 4) -> Any:
     try:
         import alsaaudio
     except ImportError as exc:  # pragma: no cover - a dependency of the package
         raise AudioDeviceError(f"pyalsaaudio is not installed: {exc}") from None
+    _silence_alsa_lib()
     pcm_type = alsaaudio.PCM_CAPTURE if kind == "capture" else alsaaudio.PCM_PLAYBACK
     try:
         return alsaaudio.PCM(pcm_type, device=device, rate=rate, channels=1,
@@ -90,6 +113,9 @@ class AlsaSource:
             loop.call_soon_threadsafe(queue.put_nowait, None)
 
     def close(self) -> None:
+        """Stop capturing; the thread finishes its current read (one period) before the PCM closes."""
+        if self._stop.is_set():
+            return
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=1.0)
@@ -141,6 +167,8 @@ class AlsaSink:
         return self._played
 
     def close(self) -> None:
+        if self._closed:
+            return
         with self._cond:
             self._closed = True
             self._pending.clear()
