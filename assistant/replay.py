@@ -58,6 +58,7 @@ async def replay(cfg: Config, recording: Samples, out_dir: Path, backends: Backe
     device = ReplayDevice(recording, clock, cfg.audio.chunk_samples, echo_gain=echo.gain,
                           echo_delay_ms=echo.delay_ms, realtime=realtime)
     bus = EventBus(clock)
+    session = Session(cfg, clock, bus, device, device.speaker, backends)  # refuses a bad set-up first
     out_dir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - before the session: nothing waits yet
     recorder = JsonlRecorder(out_dir / "events.jsonl")
     summary = SummaryBuilder()
@@ -65,7 +66,6 @@ async def replay(cfg: Config, recording: Samples, out_dir: Path, backends: Backe
     bus.subscribe(summary)
     for fn in subscribers:
         bus.subscribe(fn)
-    session = Session(cfg, clock, bus, device, device.speaker, backends)
     device.keep_going = lambda: session.state != "idle"
     token = LOCKSTEP.set(not realtime)
     try:

@@ -128,16 +128,22 @@ def test_history_returns_audio_by_absolute_sample():
     assert len(h.slice(0, 10)) == 0
 
 
+def run_on_file_plugin(folder: Path, module: str) -> subprocess.CompletedProcess[str]:
+    """Run ``module`` with ALSA devices `tscap` (capture from folder/in.raw) and `tsplay` (playback
+    into folder/out.raw) defined by the `file` plugin in folder/.asoundrc: no sound card needed."""
+    (folder / ".asoundrc").write_text(f"""
+pcm.tscap {{ type file  slave.pcm "null"  file "/dev/null"  infile "{folder}/in.raw"  format "raw" }}
+pcm.tsplay {{ type file  slave.pcm "null"  file "{folder}/out.raw"  format "raw" }}
+""", encoding="utf-8")
+    env = {**os.environ, "HOME": str(folder), "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", module], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
 def test_alsa_capture_and_playback_through_the_file_plugin(tmp_path):
     tone = (0.25 * np.sin(np.arange(16000) * 2 * np.pi * 300 / 16000) * 32767).astype("<i2")
     (tmp_path / "in.raw").write_bytes(tone.tobytes())
-    (tmp_path / ".asoundrc").write_text(f"""
-pcm.tscap {{ type file  slave.pcm "null"  file "/dev/null"  infile "{tmp_path}/in.raw"  format "raw" }}
-pcm.tsplay {{ type file  slave.pcm "null"  file "{tmp_path}/out.raw"  format "raw" }}
-""", encoding="utf-8")
-    env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
-    result = subprocess.run([sys.executable, "-m", "tests.alsa_probe"], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=60, check=False)
+    result = run_on_file_plugin(tmp_path, "tests.alsa_probe")
     assert result.returncode == 0, result.stderr
     got = json.loads(result.stdout)
     assert got["chunks"] == 25 and got["chunk_len"] == 320 and got["clock_samples"] == 8000
@@ -157,13 +163,7 @@ def test_live_session_on_alsa_devices(tmp_path):
 
     mic = session_of(real("ask_who_are_you.wav"), silence(10.0))
     (tmp_path / "in.raw").write_bytes((mic * 32767).astype("<i2").tobytes())
-    (tmp_path / ".asoundrc").write_text(f"""
-pcm.tscap {{ type file  slave.pcm "null"  file "/dev/null"  infile "{tmp_path}/in.raw"  format "raw" }}
-pcm.tsplay {{ type file  slave.pcm "null"  file "{tmp_path}/out.raw"  format "raw" }}
-""", encoding="utf-8")
-    env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
-    result = subprocess.run([sys.executable, "-m", "tests.live_probe"], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=120, check=False)
+    result = run_on_file_plugin(tmp_path, "tests.live_probe")
     assert result.returncode == 0, result.stderr
     events = [json.loads(line) for line in result.stdout.splitlines()]
     transitions = [(e["from"], e["to"], e["trigger"]) for e in events if e["type"] == "state_changed"]

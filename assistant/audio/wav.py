@@ -103,17 +103,14 @@ class WavFileSource:
         self._closed = True
 
 
-class WavFileSink:
-    """Collects everything played into a wav file; playback is instantaneous."""
+class NullSink:
+    """Discards audio at once, counting what it was given: playback is instantaneous."""
 
-    def __init__(self, path: Path, sample_rate: int) -> None:
-        self.path = path
+    def __init__(self, sample_rate: int) -> None:
         self.sample_rate = sample_rate
-        self._parts: list[Samples] = []
         self._played = 0
 
     async def write(self, samples: Samples) -> None:
-        self._parts.append(samples.astype(np.float32, copy=True))
         self._played += len(samples)
 
     def clear(self) -> None:
@@ -127,29 +124,21 @@ class WavFileSink:
         return self._played
 
     def close(self) -> None:
-        audio = np.concatenate(self._parts) if self._parts else np.zeros(0, np.float32)
-        write_wav(self.path, audio, self.sample_rate)
+        """Nothing to release."""
 
 
-class NullSink:
-    """Discards audio at once; counts what it was given."""
+class WavFileSink(NullSink):
+    """Collects everything played into a wav file, written whole when the sink is closed."""
 
-    def __init__(self, sample_rate: int) -> None:
-        self.sample_rate = sample_rate
-        self._played = 0
+    def __init__(self, path: Path, sample_rate: int) -> None:
+        super().__init__(sample_rate)
+        self.path = path
+        self._parts: list[Samples] = []
 
     async def write(self, samples: Samples) -> None:
-        self._played += len(samples)
-
-    def clear(self) -> None:
-        """Nothing is ever queued."""
-
-    async def wait_playout(self) -> None:
-        return None
-
-    @property
-    def position(self) -> int:
-        return self._played
+        self._parts.append(samples.astype(np.float32, copy=True))
+        await super().write(samples)
 
     def close(self) -> None:
-        """Nothing to release."""
+        audio = np.concatenate(self._parts) if self._parts else np.zeros(0, np.float32)
+        write_wav(self.path, audio, self.sample_rate)
