@@ -14,26 +14,9 @@ from assistant.audio.protocols import AudioSink, AudioSource
 from assistant.clock import SampleClock
 from assistant.config import Config
 from assistant.events import EventBus, Subscriber
-from models.protocols import ModelError, Vad
-from models.sherpa_vad import SherpaSileroVad, silero_model_path
 from states.session import Backends, Session
 
 log = structlog.get_logger("app")
-
-
-def build_vad(cfg: Config) -> Vad:
-    """The configured VAD backend (not yet loaded)."""
-    return SherpaSileroVad(silero_model_path(cfg.model_dirs()), threshold=cfg.vad.threshold)
-
-
-def build_backends(cfg: Config) -> Backends:
-    """The configured backends for a conversation.
-
-    This version ships the real VAD only; ASR, LLM, TTS and KWS backends are not part of it yet,
-    so a conversation cannot be started from the command line (the tests inject test doubles).
-    """
-    raise ModelError("this version ships no ASR, LLM or TTS backend yet, so it cannot hold a "
-                     "conversation; `assistant vad FILE.wav` runs the real VAD and endpointing")
 
 
 def load(backends: Backends) -> None:

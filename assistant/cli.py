@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from assistant import app, logs
+from assistant import app, backends, jobs, logs, models_cmd
 from assistant.audio.protocols import AudioDeviceError
 from assistant.audio.wav import BadAudioFile, read_wav
 from assistant.clock import SampleClock
@@ -41,6 +41,21 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--realtime", action="store_true", help="pace at 1x wall clock and record true latencies")
     vp = sub.add_parser("vad", parents=[common], help="print the utterances the VAD and endpointing find")
     vp.add_argument("wav", type=Path)
+    tp = sub.add_parser("transcribe", parents=[common], help="print path<TAB>text for each recording")
+    tp.add_argument("wavs", type=Path, nargs="+")
+    sp = sub.add_parser("say", parents=[common], help="speak a text")
+    sp.add_argument("text")
+    ap = sub.add_parser("ask", parents=[common], help="ask the language model; print and speak the answer")
+    ap.add_argument("--text", required=True, help="the question")
+    fp = sub.add_parser("file", parents=[common], help="answer the request in a recording (ASR → LLM → TTS)")
+    fp.add_argument("wav", type=Path)
+    for p in (sp, ap, fp):
+        p.add_argument("-o", "--output", type=Path, default=None, help="write the audio here instead of playing it")
+    mp = sub.add_parser("models", parents=[common], help="list, verify or fetch the model files")
+    mp.add_argument("action", choices=("list", "verify", "fetch"))
+    mp.add_argument("names", nargs="*", help="models (default: all for list/verify, the configured ones for fetch)")
+    mp.add_argument("--from", dest="source", type=Path, default=None, metavar="DIR",
+                    help="fetch from a local folder (a USB stick, an offline mirror) instead of the network")
     sub.add_parser("config", parents=[common], help="print every setting with its value and meaning")
     return parser
 
@@ -73,12 +88,12 @@ def cmd_run(cfg: Config, args: argparse.Namespace) -> int:
     clock = SampleClock(cfg.audio.sample_rate, realtime=True)
     source, sink = app.open_devices(cfg, clock)  # before the models load: a missing card is found at once
     try:
-        backends = app.build_backends(cfg)
-        app.load(backends)
+        models = backends.conversation(cfg)
+        app.load(models)
         try:
-            asyncio.run(app.run_live(cfg, clock, source, sink, backends))
+            asyncio.run(app.run_live(cfg, clock, source, sink, models))
         finally:
-            app.close(backends)
+            app.close(models)
     finally:
         source.close()
         sink.close()
@@ -90,12 +105,12 @@ def cmd_replay(cfg: Config, args: argparse.Namespace) -> int:
 
     recording = read_wav(args.session, cfg.audio.sample_rate)  # before anything is written
     echo = Echo.parse(args.echo) if args.echo else Echo()
-    backends = app.build_backends(cfg)
-    app.load(backends)
+    models = backends.conversation(cfg)
+    app.load(models)
     try:
-        summary = asyncio.run(replay(cfg, recording, args.out, backends, echo=echo, realtime=args.realtime))
+        summary = asyncio.run(replay(cfg, recording, args.out, models, echo=echo, realtime=args.realtime))
     finally:
-        app.close(backends)
+        app.close(models)
     for i, turn in enumerate(summary["turns"], 1):
         print(f"turn {i}: {turn['transcript']!r} -> {turn['reply']!r} "
               f"(end of speech -> first audio {turn['end_of_speech_to_first_audio_s']} s)")
@@ -107,7 +122,7 @@ def cmd_vad(cfg: Config, args: argparse.Namespace) -> int:
     from assistant.segments import find_utterances
 
     audio = read_wav(args.wav, cfg.audio.sample_rate)
-    vad = app.build_vad(cfg)
+    vad = backends.vad(cfg, backends.assets_for(cfg))
     vad.load()
     try:
         found = asyncio.run(find_utterances(cfg, vad, audio))
@@ -131,5 +146,6 @@ def cmd_config(cfg: Config, args: argparse.Namespace) -> int:
 
 
 COMMANDS: dict[str, Callable[[Config, argparse.Namespace], int]] = {
-    "run": cmd_run, "replay": cmd_replay, "vad": cmd_vad, "config": cmd_config,
+    "run": cmd_run, "replay": cmd_replay, "vad": cmd_vad, "config": cmd_config, "models": models_cmd.run,
+    "transcribe": jobs.transcribe, "say": jobs.say, "ask": jobs.ask, "file": jobs.answer_file,
 }

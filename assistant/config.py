@@ -97,9 +97,57 @@ class DialogConfig:
 
 @dataclass(frozen=True)
 class ModelsConfig:
-    dirs: tuple[str, ...] = _opt(("models", "~/.local/share/tingshuo/models", "../shared/models"),
-                           "Folders searched, in order, for model files (relative to the config file).")
+    dirs: tuple[str, ...] = _opt(("models", "~/.local/share/tingshuo/models"),
+                                 "Folders searched, in order, for model files, as <folder>/<model>/<file> "
+                                 "(relative to the config file).")
     vad: str = _opt("sherpa-silero", "VAD backend.", choices=("sherpa-silero",))
+    kws: str = _opt("sherpa-zipformer", "Wake-word backend.", choices=("sherpa-zipformer",))
+    asr: str = _opt("whisper", "Speech-recognition backend.", choices=("whisper",))
+    llm: str = _opt("llama", "Language-model backend: local llama.cpp, or an OpenAI-compatible server.",
+                    choices=("llama", "openai"))
+    tts: str = _opt("kokoro", "Speech-synthesis backend.", choices=("kokoro",))
+
+
+@dataclass(frozen=True)
+class KwsConfig:
+    threshold: float = _opt(0.25, "Trigger threshold of every wake word (higher fires less often).", lo=0.01, hi=0.99)
+    boost: float = _opt(1.0, "Score boost of the wake words' decoding paths (higher fires more often).",
+                        lo=0.1, hi=10.0)
+    threads: int = _opt(1, "CPU threads for the keyword spotter.", lo=1, hi=8)
+
+
+@dataclass(frozen=True)
+class AsrConfig:
+    model: str = _opt("whisper-base", "Whisper model (CTranslate2) from the model manifest.", choices=("whisper-base",))
+    threads: int = _opt(2, "CPU threads for speech recognition.", lo=1, hi=8)
+    compute_type: str = _opt("int8", "CTranslate2 compute type.", choices=("int8", "int8_float32", "float32"))
+    beam_size: int = _opt(1, "Beam size (1 is greedy and fastest).", lo=1, hi=10)
+    initial_prompt: str = _opt("以下是普通话的句子。", "Prompt that keeps Whisper in Simplified Mandarin.")
+
+
+@dataclass(frozen=True)
+class LlmConfig:
+    model: str = _opt("qwen2.5-coder-0.5b-instruct-q4_k_m", "GGUF model from the model manifest (llama backend).",
+                      choices=("qwen2.5-coder-0.5b-instruct-q4_k_m", "qwen2.5-coder-1.5b-instruct-q4_k_m"))
+    threads: int = _opt(2, "CPU threads for the LLM.", lo=1, hi=16)
+    context: int = _opt(2048, "Context length in tokens.", lo=256, hi=32768)
+    temperature: float = _opt(0.7, "Sampling temperature (greedy decoding makes small models loop).", lo=0.0, hi=2.0)
+    top_p: float = _opt(0.9, "Nucleus sampling.", lo=0.05, hi=1.0)
+    repeat_penalty: float = _opt(1.1, "Penalty for repeated tokens.", lo=1.0, hi=2.0)
+    max_tokens: int = _opt(160, "Longest reply in tokens.", lo=8, hi=4096)
+    history_turns: int = _opt(3, "Earlier exchanges the model sees.", lo=0, hi=20)
+    system_prompt: str = _opt("", "System prompt; empty keeps the built-in spoken-Mandarin prompt.")
+    base_url: str = _opt("http://127.0.0.1:8080/v1", "OpenAI-compatible server (openai backend); loopback only.")
+    server_model: str = _opt("default", "Model name sent to that server.")
+
+
+@dataclass(frozen=True)
+class TtsConfig:
+    voice: str = _opt("zf_xiaoxiao", "Kokoro Mandarin voice.",
+                      choices=("zf_xiaobei", "zf_xiaoni", "zf_xiaoxiao", "zf_xiaoyi",
+                               "zm_yunjian", "zm_yunxi", "zm_yunxia", "zm_yunyang"))
+    threads: int = _opt(2, "CPU threads for speech synthesis.", lo=1, hi=8)
+    speed: float = _opt(1.0, "Speaking rate (1.0 is normal).", lo=0.5, hi=2.0)
 
 
 @dataclass(frozen=True)
@@ -120,6 +168,10 @@ class Config:
     barge_in: BargeInConfig = field(default_factory=BargeInConfig)
     dialog: DialogConfig = field(default_factory=DialogConfig)
     models: ModelsConfig = field(default_factory=ModelsConfig)
+    kws: KwsConfig = field(default_factory=KwsConfig)
+    asr: AsrConfig = field(default_factory=AsrConfig)
+    llm: LlmConfig = field(default_factory=LlmConfig)
+    tts: TtsConfig = field(default_factory=TtsConfig)
     log: LogConfig = field(default_factory=LogConfig)
     base_dir: Path = field(default=Path("."), metadata={"internal": True})
 

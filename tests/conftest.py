@@ -14,6 +14,7 @@ import pytest
 from assistant import config as config_mod
 from assistant.audio.wav import read_wav
 from assistant.replay import Echo, replay
+from models.assets import Assets
 from models.sherpa_vad import SherpaSileroVad, silero_model_path
 from states.session import Backends
 from tests.doubles import ScriptedAsr, ScriptedLlm, ToneTts
@@ -65,9 +66,15 @@ def make_config(*overrides: str) -> config_mod.Config:
     return config_mod.load(None, [*base, *overrides])
 
 
+@pytest.fixture(scope="session")
+def assets() -> Assets:
+    """The project's model files: installed packages, the model store, and ../shared/models."""
+    return Assets([SHARED / "models"])
+
+
 @pytest.fixture
-def vad() -> SherpaSileroVad:
-    v = SherpaSileroVad(silero_model_path([]))
+def vad(assets: Assets) -> SherpaSileroVad:
+    v = SherpaSileroVad(silero_model_path(assets))
     v.load()
     yield v
     v.close()

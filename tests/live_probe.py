@@ -10,6 +10,7 @@ import json
 from assistant import app, config, logs
 from assistant.clock import SampleClock
 from assistant.events import Event, to_record
+from models.assets import Assets
 from models.sherpa_vad import SherpaSileroVad, silero_model_path
 from states.session import Backends
 from tests.doubles import ScriptedAsr, ScriptedLlm, ToneTts
@@ -21,7 +22,7 @@ async def main() -> None:
     logs.setup("warning")
     clock = SampleClock(16000, realtime=True)
     source, sink = app.open_devices(cfg, clock)
-    vad = SherpaSileroVad(silero_model_path([]))
+    vad = SherpaSileroVad(silero_model_path(Assets()))
     vad.load()
     backends = Backends(vad=vad, asr=ScriptedAsr("你是谁"), llm=ScriptedLlm("我是听说。"), tts=ToneTts())
 

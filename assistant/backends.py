@@ -1,0 +1,72 @@
+"""Building the configured model backends, each from its verified model files.
+
+One builder per kind; the commands ask for just the kinds they use (``say`` needs only a TTS).
+Backend modules are imported here, when chosen, so a command never loads a runtime it does not use.
+"""
+
+from __future__ import annotations
+
+from assistant.config import Config
+from models.assets import Assets
+from models.protocols import Asr, Kws, Llm, Tts, Vad
+from states.session import Backends
+
+
+def assets_for(cfg: Config) -> Assets:
+    return Assets(cfg.model_dirs())
+
+
+def vad(cfg: Config, assets: Assets) -> Vad:
+    from models.sherpa_vad import SherpaSileroVad, silero_model_path
+
+    return SherpaSileroVad(silero_model_path(assets), threshold=cfg.vad.threshold)
+
+
+def kws(cfg: Config, assets: Assets) -> Kws:
+    from models.sherpa_kws import MODEL, Keyword, SherpaKws
+
+    folder = assets.folder(MODEL)
+    keywords = [Keyword(k, cfg.kws.boost, cfg.kws.threshold) for k in cfg.wake.keywords]
+    return SherpaKws(folder, keywords, threads=cfg.kws.threads)
+
+
+def asr(cfg: Config, assets: Assets) -> Asr:
+    from models.whisper_asr import WhisperAsr
+
+    return WhisperAsr(assets.folder(cfg.asr.model), threads=cfg.asr.threads, compute_type=cfg.asr.compute_type,
+                      beam_size=cfg.asr.beam_size, initial_prompt=cfg.asr.initial_prompt)
+
+
+def llm(cfg: Config, assets: Assets) -> Llm:
+    if cfg.models.llm == "openai":
+        from models.openai_llm import SYSTEM_PROMPT, OpenAiLlm
+
+        return OpenAiLlm(cfg.llm.base_url, model=cfg.llm.server_model, temperature=cfg.llm.temperature,
+                         top_p=cfg.llm.top_p, repeat_penalty=cfg.llm.repeat_penalty, max_tokens=cfg.llm.max_tokens,
+                         history_turns=cfg.llm.history_turns, system_prompt=cfg.llm.system_prompt or SYSTEM_PROMPT)
+    from models.llama_llm import SYSTEM_PROMPT as BUILT_IN
+    from models.llama_llm import LlamaLlm
+    from models.manifest import by_name
+
+    model = by_name(cfg.llm.model)
+    gguf = model.files[0]
+    return LlamaLlm(assets.path(model.name, gguf.name), threads=cfg.llm.threads, n_ctx=cfg.llm.context,
+                    temperature=cfg.llm.temperature, top_p=cfg.llm.top_p, repeat_penalty=cfg.llm.repeat_penalty,
+                    max_tokens=cfg.llm.max_tokens, history_turns=cfg.llm.history_turns,
+                    expected_sha256=gguf.sha256, system_prompt=cfg.llm.system_prompt or BUILT_IN)
+
+
+def tts(cfg: Config, assets: Assets) -> Tts:
+    from models.kokoro_tts import KokoroTts
+
+    return KokoroTts(assets.path("kokoro-v1.0-int8", "kokoro-v1.0.int8.onnx"),
+                     assets.path("kokoro-v1.0-int8", "vocab.json"),
+                     assets.path("kokoro-zh-voices", f"{cfg.tts.voice}.bin"),
+                     threads=cfg.tts.threads, speed=cfg.tts.speed)
+
+
+def conversation(cfg: Config) -> Backends:
+    """Everything a conversation needs (the KWS only when waiting for a wake word)."""
+    a = assets_for(cfg)
+    return Backends(vad=vad(cfg, a), asr=asr(cfg, a), llm=llm(cfg, a), tts=tts(cfg, a),
+                    kws=kws(cfg, a) if cfg.wake.mode == "keyword" else None)

@@ -1,0 +1,119 @@
+"""The one-shot jobs of the command line: transcribe, say, ask, file.
+
+Each loads only the backends it needs. Audio goes to ``-o FILE`` or plays on the configured
+device, which is opened before any model loads, so a missing sound card is reported at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from assistant import backends
+from assistant.audio.alsa import AlsaSink
+from assistant.audio.protocols import AudioSink, Samples
+from assistant.audio.wav import read_wav, resample, write_wav
+from assistant.config import Config
+
+
+@contextmanager
+def loaded(*models: Any) -> Iterator[None]:
+    """Load the models, and close them whatever happens."""
+    done = []
+    try:
+        for m in models:
+            m.load()
+            done.append(m)
+        yield
+    finally:
+        for m in reversed(done):
+            m.close()
+
+
+def transcribe(cfg: Config, args: argparse.Namespace) -> int:
+    audio = [read_wav(p, cfg.audio.sample_rate) for p in args.wavs]  # every file is checked first
+    asr = backends.asr(cfg, backends.assets_for(cfg))
+    with loaded(asr):
+        for path, samples in zip(args.wavs, audio, strict=True):
+            print(f"{path}\t{asyncio.run(asr.transcribe(samples))}", flush=True)
+    return 0
+
+
+def say(cfg: Config, args: argparse.Namespace) -> int:
+    sink = None if args.output else AlsaSink(cfg.audio.playback_device, cfg.audio.playback_rate,
+                                             cfg.audio.playback_buffer_ms)
+    tts = backends.tts(cfg, backends.assets_for(cfg))
+    with loaded(tts):
+        asyncio.run(_speak(tts, args.text, sink, args.output))
+    return 0
+
+
+def ask(cfg: Config, args: argparse.Namespace) -> int:
+    sink = None if args.output else AlsaSink(cfg.audio.playback_device, cfg.audio.playback_rate,
+                                             cfg.audio.playback_buffer_ms)
+    assets = backends.assets_for(cfg)
+    llm, tts = backends.llm(cfg, assets), backends.tts(cfg, assets)
+    with loaded(llm, tts):
+        asyncio.run(_answer(llm, tts, args.text, sink, args.output))
+    return 0
+
+
+def answer_file(cfg: Config, args: argparse.Namespace) -> int:
+    audio = read_wav(args.wav, cfg.audio.sample_rate)
+    sink = None if args.output else AlsaSink(cfg.audio.playback_device, cfg.audio.playback_rate,
+                                             cfg.audio.playback_buffer_ms)
+    assets = backends.assets_for(cfg)
+    asr, llm, tts = backends.asr(cfg, assets), backends.llm(cfg, assets), backends.tts(cfg, assets)
+    with loaded(asr, llm, tts):
+        text = asyncio.run(asr.transcribe(audio))
+        print(f"你: {text}", flush=True)
+        if not text:
+            print("(nothing was heard in the recording)", file=sys.stderr)
+            return 1
+        asyncio.run(_answer(llm, tts, text, sink, args.output))
+    return 0
+
+
+async def _answer(llm: Any, tts: Any, question: str, sink: AudioSink | None, output: Path | None) -> None:
+    """Stream the reply text to stdout, then speak it."""
+    print("听说: ", end="", flush=True)
+    pieces = []
+    async for piece in llm.reply(question):
+        pieces.append(piece)
+        print(piece, end="", flush=True)
+    print(flush=True)
+    reply = "".join(pieces).strip()
+    if reply:
+        await _speak(tts, reply, sink, output)
+
+
+async def _speak(tts: Any, text: str, sink: AudioSink | None, output: Path | None) -> None:
+    """Play the synthesized audio as it comes, or collect it into ``output``."""
+    collected: list[Samples] = []
+    try:
+        async for piece in _pieces(tts, text):
+            if sink is not None:
+                await sink.write(resample(piece, tts.sample_rate, sink.sample_rate))
+            else:
+                collected.append(piece)
+        if sink is not None:
+            await sink.wait_playout()
+    finally:
+        if sink is not None:
+            sink.close()
+    if output is not None:
+        audio = np.concatenate(collected) if collected else np.zeros(0, np.float32)
+        write_wav(output, audio, tts.sample_rate)
+        print(f"wrote {output} ({len(audio) / tts.sample_rate:.2f} s)", file=sys.stderr)
+
+
+async def _pieces(tts: Any, text: str) -> AsyncIterator[Samples]:
+    async for piece in tts.synthesize(text):
+        yield np.asarray(piece, np.float32)
