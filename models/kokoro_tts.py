@@ -1,0 +1,245 @@
+"""Kokoro-82M v1.0 (int8 ONNX) speaking Mandarin, with misaki's Chinese G2P.
+
+The text is cut into clauses at punctuation, each clause is turned into phonemes by misaki's
+``ZHG2P`` in its default (legacy) mode — IPA with tone arrows, the format Kokoro v1.0 was trained
+on (misaki's ``version="1.1"`` writes bopomofo for the separate v1.1-zh model, which this vocab
+cannot encode) — and the clauses are grouped into pieces of at most 510 phonemes, the model's
+context. Each piece is one onnxruntime call on the backend's worker thread, with the voice's style
+row chosen by the piece's phoneme count, and is yielded as soon as it is done.
+
+The first piece closes at the first clause boundary so the first audio comes quickly; later
+pieces are whole sentences, cut at clause punctuation only when a sentence is too long.
+
+``stop()`` (and cancelling the consumer) sets onnxruntime's per-run terminate flag, so even the
+model call in flight ends within a fraction of a second and the worker is free for the next reply.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import structlog
+
+from models.files import verified
+from models.manifest import by_name
+from models.protocols import ModelError, Samples
+from models.worker import Worker
+
+log = structlog.get_logger("tts")
+
+_KOKORO, _VOICES = by_name("kokoro-v1.0-int8"), by_name("kokoro-zh-voices")
+MODEL_SHA256 = _KOKORO.file("kokoro-v1.0.int8.onnx").sha256
+VOCAB_SHA256 = _KOKORO.file("vocab.json").sha256
+VOICE_SHA256 = {f.name: f.sha256 for f in _VOICES.files}
+
+MAX_PHONEMES = 510  # 512 positions less the pad token at each end
+STYLE_ROWS, STYLE_DIM = 510, 256
+FIRST_PIECE_MIN = 16  # phonemes: a lone "嗯，" is too short a first piece to sound right
+INPUTS = {"tokens": "tensor(int64)", "style": "tensor(float)", "speed": "tensor(float)"}
+
+# A clause ends at a run of clause punctuation (with any closing quotes after it); ASCII . , : between
+# digits (3.14, 1,299, 10:30) do not end one.
+_CLAUSE_END = re.compile(r"(?:[。！？；，、：!?;\n]+|(?<!\d)[.,:]+|[.,:]+(?!\d))[”’」』）)》】]*")
+_SENTENCE_END = re.compile(r"[。！？!?.\n]")
+_SPOKEN = re.compile(r"\w")  # a clause with no letter or digit (a stray quote, "……") joins the one before
+_SOUNDS = re.compile(r"[^;:,.!?—…\"()“” ]")  # any phoneme that is not punctuation or a gap
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+_CLOCK = re.compile(r"(?<!\d)([01]?\d|2[0-3]):([0-5]\d)(?!\d)")
+_LATIN = re.compile(r"[A-Za-z]+")
+
+# English letter names in Kokoro's phonemes. misaki's legacy Chinese G2P passes Latin text through
+# unchanged, so without this capitals outside the vocab (P, K, H …) would simply vanish.
+LETTERS = dict(zip("ABCDEFGHIJKLMNOPQRSTUVWXYZ", [
+    "ˈA", "bˈi", "sˈi", "dˈi", "ˈi", "ˈɛf", "ʤˈi", "ˈAʧ", "ˈI", "ʤˈA", "kˈA", "ˈɛl", "ˈɛm",
+    "ˈɛn", "ˈO", "pˈi", "kjˈu", "ˈɑɹ", "ˈɛs", "tˈi", "jˈu", "vˈi", "dˈʌbᵊljˌu", "ˈɛks", "wˈI", "zˈi",
+], strict=True))
+
+
+def clauses(text: str) -> list[tuple[str, bool]]:
+    """``text`` cut after each run of clause punctuation: (clause, whether it ends a sentence)."""
+    parts: list[tuple[str, bool]] = []
+    start = 0
+    for m in _CLAUSE_END.finditer(text):
+        parts.append((text[start:m.end()], bool(_SENTENCE_END.search(m.group()))))
+        start = m.end()
+    parts.append((text[start:], True))
+    merged: list[tuple[str, bool]] = []
+    for clause, ends in parts:
+        if merged and not _SPOKEN.search(clause):
+            merged[-1] = (merged[-1][0] + clause, merged[-1][1] or ends)
+        elif clause.strip():
+            merged.append((clause, ends))
+    return merged
+
+
+def normalize(clause: str) -> str:
+    """Fix what misaki reads badly: 1,299 (read as 一,二百…), 10:30 (read as 十:三十), Latin letters."""
+    clause = _THOUSANDS.sub("", clause)
+    clause = _CLOCK.sub(r"\1点\2分", clause)
+    return _LATIN.sub(_latin, clause)
+
+
+def _latin(m: re.Match[str]) -> str:
+    """Acronyms and single letters are spelled (AI, USB); other words go through lower-cased, as IPA letters."""
+    word = m.group()
+    if len(word) == 1 or (word.isupper() and len(word) <= 5):
+        return " " + "".join(LETTERS[c] for c in word.upper()) + " "
+    return " " + word.lower().replace("g", "ɡ") + " "  # the vocab has IPA ɡ, not ASCII g
+
+
+def split_long(phonemes: str, limit: int) -> list[str]:
+    """A clause longer than ``limit`` phonemes cut at word gaps (or anywhere, if it has none)."""
+    out: list[str] = []
+    while len(phonemes) > limit:
+        cut = phonemes.rfind(" ", 1, limit + 1)
+        cut = cut if cut > 0 else limit
+        out.append(phonemes[:cut].strip())
+        phonemes = phonemes[cut:].strip()
+    return [*out, phonemes] if phonemes else out
+
+
+def plan(text: str, phonemize: Callable[[str], str], limit: int = MAX_PHONEMES) -> list[str]:
+    """The phoneme strings to speak for ``text``, one per piece, each at most ``limit`` long."""
+    pieces: list[str] = []
+    current = ""
+    for clause, ends_sentence in clauses(text):
+        for part in split_long(phonemize(clause), limit):
+            joined = f"{current} {part}" if current else part
+            if current and len(joined) > limit:
+                pieces.append(current)
+                joined = part
+            current = joined
+        if current and (ends_sentence or (not pieces and len(current) >= FIRST_PIECE_MIN)):
+            pieces.append(current)
+            current = ""
+    return [*pieces, current] if current else pieces
+
+
+class KokoroTts:
+    """The ``Tts`` protocol on Kokoro-82M v1.0 int8 with one Mandarin voice."""
+
+    sample_rate = 24000
+
+    def __init__(self, model_path: Path, vocab_path: Path, voice_path: Path, *,
+                 threads: int = 2, speed: float = 1.0) -> None:
+        if threads < 1:
+            raise ValueError(f"tts: threads must be at least 1, not {threads}")
+        if not 0.5 <= speed <= 2.0:
+            raise ValueError(f"tts: speed must be within 0.5–2.0, not {speed}")
+        self.model_path = model_path
+        self.vocab_path = vocab_path
+        self.voice_path = voice_path
+        self.threads = threads
+        self.speed = speed
+        self._worker = Worker("tts")
+        self._session: Any = None  # onnxruntime.InferenceSession, used only on the worker
+        self._vocab: dict[str, int] = {}
+        self._voice = np.zeros((STYLE_ROWS, 1, STYLE_DIM), np.float32)
+        self._g2p: Callable[[str], tuple[str, Any]] | None = None
+        self._running: set[Any] = set()  # the onnxruntime.RunOptions of every stream in progress
+
+    def load(self) -> None:
+        self._worker.call(self._create)
+
+    def _create(self) -> None:
+        voice_sha = VOICE_SHA256.get(self.voice_path.name)
+        if voice_sha is None:
+            raise ModelError(f"tts: unknown Kokoro voice {self.voice_path.name}; "
+                             f"expected one of {', '.join(sorted(VOICE_SHA256))}")
+        verified(self.model_path, MODEL_SHA256, "tts")
+        verified(self.vocab_path, VOCAB_SHA256, "tts")
+        verified(self.voice_path, voice_sha, "tts")
+
+        import onnxruntime as ort
+        from misaki.zh import ZHG2P
+
+        self._vocab = {str(k): int(v) for k, v in json.loads(self.vocab_path.read_text("utf-8"))["vocab"].items()}
+        self._voice = np.fromfile(self.voice_path, "<f4").reshape(STYLE_ROWS, 1, STYLE_DIM)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self.threads
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3  # a terminated run is expected, not worth an error line
+        # Spinning worker threads would take the cores from VAD and KWS running beside us.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        try:
+            session = ort.InferenceSession(str(self.model_path), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:
+            raise ModelError(f"tts: onnxruntime could not load {self.model_path}: {exc}") from None
+        found = {i.name: i.type for i in session.get_inputs()}
+        if found != INPUTS:
+            raise ModelError(f"tts: {self.model_path} is not a Kokoro v1.0 export (inputs {found})")
+        self._session = session
+        self._g2p = ZHG2P(version=None)  # legacy IPA output: the phoneme set Kokoro v1.0 knows
+        logging.getLogger("jieba").setLevel(logging.WARNING)  # it prints its dictionary loading to stderr
+        self._g2p("预热")  # jieba builds its dictionary on first use (about 1 s): not on the first reply
+
+    def close(self) -> None:
+        self.stop()
+        self._worker.close()
+        self._session = None
+        self._g2p = None
+
+    def stop(self) -> None:
+        """End every stream now: the model call in flight is terminated, no further piece is made."""
+        for options in self._running:
+            options.terminate = True
+
+    def pieces(self, text: str) -> list[str]:
+        """The phoneme strings ``synthesize`` would speak for ``text``, one per piece (for tests and logs)."""
+        return self._worker.call(self._plan, text)
+
+    async def synthesize(self, text: str) -> AsyncIterator[Samples]:
+        """One float32 piece per clause group, at 24 kHz; nothing at all for text with nothing to say."""
+        import onnxruntime as ort
+
+        options = ort.RunOptions()
+        self._running.add(options)
+        try:
+            for phonemes in await self._worker.run(self._plan, text):
+                if options.terminate:
+                    return
+                audio = await self._worker.run(self._speak, phonemes, options)
+                if audio is None:
+                    return
+                yield audio
+        finally:
+            options.terminate = True  # a cancelled consumer must not leave the worker busy
+            self._running.discard(options)
+
+    def _plan(self, text: str) -> list[str]:
+        return plan(text, self._phonemize)
+
+    def _phonemize(self, clause: str) -> str:
+        if self._g2p is None:
+            raise ModelError("tts: used before load()")
+        try:
+            phonemes, _ = self._g2p(normalize(clause))
+        except Exception as exc:  # one odd clause must not silence the whole reply
+            log.warning("g2p failed; clause skipped", clause=clause, error=repr(exc))
+            return ""
+        kept = re.sub(r" {2,}", " ", "".join(c for c in phonemes if c in self._vocab)).strip()
+        return kept if _SOUNDS.search(kept) else ""  # punctuation alone would be a piece of noise
+
+    def _speak(self, phonemes: str, options: Any) -> Samples | None:
+        """One model call; None if it was stopped."""
+        if self._session is None:
+            raise ModelError("tts: used before load()")
+        ids = [self._vocab[c] for c in phonemes]
+        feed = {
+            "tokens": np.array([[0, *ids, 0]], np.int64),
+            "style": self._voice[min(len(ids) - 1, STYLE_ROWS - 1)],
+            "speed": np.array([self.speed], np.float32),
+        }
+        try:
+            (audio,) = self._session.run(["audio"], feed, options)
+        except Exception as exc:
+            if options.terminate:
+                return None
+            raise ModelError(f"tts: kokoro failed on {len(ids)} phonemes: {exc}") from None
+        return np.asarray(audio, np.float32).reshape(-1)

@@ -1,0 +1,67 @@
+"""Speech out and back in: Kokoro says three sentences, Whisper writes them down again."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from assistant.audio.wav import read_wav, resample
+from models.kokoro_tts import KokoroTts
+from models.whisper_asr import WhisperAsr
+from tests.conftest import ROOT
+
+SENTENCES = ["今天天气很好，我们一起去公园散步吧。", "请把客厅的灯关掉。", "明天早上八点提醒我开会。"]
+
+
+def cer(reference: str, hypothesis: str) -> float:
+    """Character error rate over the Chinese characters (punctuation and spaces ignored)."""
+    ref = re.sub(r"[^\u4e00-\u9fff]", "", reference)
+    hyp = re.sub(r"[^\u4e00-\u9fff]", "", hypothesis)
+    row = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        prev, row[0] = row[0], i
+        for j, h in enumerate(hyp, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (r != h))
+    return row[-1] / max(len(ref), 1)
+
+
+def test_cer_counts_edits():
+    assert cer("你好世界", "你好世界。") == 0
+    assert cer("你好世界", "你坏世界") == 0.25
+    assert cer("你好", "") == 1.0
+
+
+@pytest.mark.slow
+def test_tts_round_trip_character_error_rate_is_at_most_ten_percent(assets):
+    tts = KokoroTts(assets.path("kokoro-v1.0-int8", "kokoro-v1.0.int8.onnx"),
+                    assets.path("kokoro-v1.0-int8", "vocab.json"),
+                    assets.path("kokoro-zh-voices", "zf_xiaoxiao.bin"))
+    asr = WhisperAsr(assets.folder("whisper-base"))
+    tts.load()
+    asr.load()
+    try:
+        async def round_trip(text: str) -> str:
+            audio = np.concatenate([p async for p in tts.synthesize(text)])
+            return await asr.transcribe(resample(audio, tts.sample_rate, 16000))
+
+        heard = [asyncio.run(round_trip(s)) for s in SENTENCES]
+    finally:
+        tts.close()
+        asr.close()
+    assert cer("".join(SENTENCES), "".join(heard)) <= 0.10, heard
+
+
+@pytest.mark.slow
+def test_say_writes_speech_to_a_file(tmp_path):
+    out = tmp_path / "say.wav"
+    result = subprocess.run([sys.executable, "-m", "assistant", "say", "你好，我是听说。", "-o", str(out)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr
+    audio = read_wav(out, 16000)
+    assert 0.8 < len(audio) / 16000 < 4.0
+    assert np.abs(audio).max() > 0.05
