@@ -39,9 +39,10 @@ def asr(cfg: Config, assets: Assets) -> Asr:
 
 def llm(cfg: Config, assets: Assets) -> Llm:
     if cfg.models.llm == "openai":
-        from models.openai_llm import SYSTEM_PROMPT, OpenAiLlm
+        from models.llama_llm import SYSTEM_PROMPT
+        from models.openai_llm import OpenAiLlm
 
-        return OpenAiLlm(cfg.llm.base_url, model=cfg.llm.server_model, temperature=cfg.llm.temperature,
+        return OpenAiLlm(cfg.llm.base_url, model=cfg.llm.server_model or None, temperature=cfg.llm.temperature,
                          top_p=cfg.llm.top_p, repeat_penalty=cfg.llm.repeat_penalty, max_tokens=cfg.llm.max_tokens,
                          history_turns=cfg.llm.history_turns, system_prompt=cfg.llm.system_prompt or SYSTEM_PROMPT)
     from models.llama_llm import SYSTEM_PROMPT as BUILT_IN

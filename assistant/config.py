@@ -138,7 +138,7 @@ class LlmConfig:
     history_turns: int = _opt(3, "Earlier exchanges the model sees.", lo=0, hi=20)
     system_prompt: str = _opt("", "System prompt; empty keeps the built-in spoken-Mandarin prompt.")
     base_url: str = _opt("http://127.0.0.1:8080/v1", "OpenAI-compatible server (openai backend); loopback only.")
-    server_model: str = _opt("default", "Model name sent to that server.")
+    server_model: str = _opt("", "Model name sent to that server; empty takes the server's first model.")
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,12 @@ def assets() -> Assets:
     return Assets([SHARED / "models"])
 
 
+@pytest.fixture(scope="session")
+def qwen_gguf(assets: Assets) -> Path:
+    """The Qwen2.5-Coder-0.5B-Instruct Q4_K_M GGUF, joined by the asset manager from its PyPI parts."""
+    return assets.path("qwen2.5-coder-0.5b-instruct-q4_k_m", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
+
+
 @pytest.fixture
 def vad(assets: Assets) -> SherpaSileroVad:
     v = SherpaSileroVad(silero_model_path(assets))

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REAL
+from tests.conftest import REAL, SHARED
+
+SHARED_MODELS = SHARED / "models"
 
 
 def assistant(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -80,3 +82,24 @@ def test_config_and_set_apply_to_every_subcommand(tmp_path):
     shown = assistant("config", "--config", str(custom), "--set", "wake.mode=always", cwd=tmp_path)
     assert "vad.endpoint_silence_ms = 2000" in shown.stdout
     assert "wake.mode = 'always'" in shown.stdout
+
+
+def test_a_corrupt_model_stops_start_up_with_one_line(tmp_path):
+    from models.assets import Assets
+
+    voice = Assets([SHARED_MODELS]).path("kokoro-zh-voices", "zf_xiaoxiao.bin")
+    broken = tmp_path / "models" / "kokoro-zh-voices" / "zf_xiaoxiao.bin"
+    broken.parent.mkdir(parents=True)
+    data = bytearray(voice.read_bytes())
+    data[100] ^= 0xFF
+    broken.write_bytes(bytes(data))
+    config = tmp_path / "config.toml"
+    config.write_text('[models]\ndirs = ["models"]\n', encoding="utf-8")
+    result = assistant("say", "你好", "-o", str(tmp_path / "x.wav"), "--config", str(config), cwd=tmp_path)
+    one_line_error(result, str(broken), "corrupt", "assistant models fetch kokoro-zh-voices")
+    assert not (tmp_path / "x.wav").exists()
+
+
+def test_no_sound_card_is_one_line(tmp_path):
+    result = assistant("run", "--set", "audio.capture_device='tingshuo_no_such_card'", cwd=tmp_path)
+    one_line_error(result, "cannot open capture device 'tingshuo_no_such_card'")

@@ -65,3 +65,29 @@ def test_say_writes_speech_to_a_file(tmp_path):
     audio = read_wav(out, 16000)
     assert 0.8 < len(audio) / 16000 < 4.0
     assert np.abs(audio).max() > 0.05
+
+
+@pytest.mark.slow
+def test_file_prints_transcript_and_reply_and_writes_the_spoken_answer(tmp_path):
+    out = tmp_path / "answer.wav"
+    result = subprocess.run([sys.executable, "-m", "assistant", "file", str(ROOT.parent / "shared" / "audio" / "real"
+                                                                            / "ask_who_are_you.wav"), "-o", str(out)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, result.stderr
+    heard, answered = result.stdout.strip().splitlines()[:2]
+    assert heard.startswith("你: ") and "你是谁" in heard
+    assert answered.startswith("听说: ") and re.search(r"[\u4e00-\u9fff]", answered)
+    audio = read_wav(out, 16000)
+    assert len(audio) / 16000 > 0.5
+    assert np.abs(audio).max() > 0.05
+
+
+@pytest.mark.slow
+def test_transcribe_prints_one_line_per_file(tmp_path):
+    clips = [ROOT.parent / "shared" / "audio" / "real" / n for n in ("ask_who_are_you.wav", "hey_xiaozhi.wav")]
+    result = subprocess.run([sys.executable, "-m", "assistant", "transcribe", *map(str, clips)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert [line.split("\t")[0] for line in lines] == [str(c) for c in clips]
+    assert "名字" in lines[0].split("\t")[1] and "小智" in lines[1].split("\t")[1]

@@ -1,0 +1,143 @@
+"""Benchmark of the CPU models: load time, real-time factors, LLM first token and speed, peak RSS.
+
+    .venv/bin/python benchmarks/models.py [--set key=value ...]
+
+Prints one table (Markdown) for the README. Numbers come from real models on real recordings:
+ASR on the shared Mandarin clips, KWS and VAD on the 68.8 s car-commands recording, TTS on three
+sentences, the LLM on three questions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from assistant import backends, config, logs  # noqa: E402
+from assistant.audio.wav import read_wav  # noqa: E402
+
+REAL = ROOT.parent / "shared" / "audio" / "real"
+SENTENCES = ["今天天气很好，我们一起去公园散步吧。", "现在是下午三点十五分。", "我是听说，一个离线的普通话语音助手。"]
+QUESTIONS = ["你好，请用一句话介绍你自己。", "北京是哪个国家的首都？", "给我讲一个很短的笑话。"]
+
+
+def timed_load(model: Any) -> float:
+    started = time.perf_counter()
+    model.load()
+    return time.perf_counter() - started
+
+
+async def stream_rtf(model: Any, audio: Any, chunk: int = 320) -> float:
+    started = time.perf_counter()
+    for i in range(0, len(audio), chunk):
+        await model.accept(audio[i:i + chunk])
+    return (time.perf_counter() - started) / (len(audio) / 16000)
+
+
+async def asr_rtf(asr: Any) -> float:
+    clips = [read_wav(REAL / n, 16000) for n in ("ask_who_are_you.wav", "hey_xiaozhi.wav", "greeting_10s.wav")]
+    await asr.transcribe(clips[0])  # warm-up
+    spent = audio = 0.0
+    for clip in clips:
+        started = time.perf_counter()
+        await asr.transcribe(clip)
+        spent += time.perf_counter() - started
+        audio += len(clip) / 16000
+    return spent / audio
+
+
+async def tts_numbers(tts: Any) -> tuple[float, float]:
+    """(RTF over three sentences, median time to the first piece)."""
+    async for _ in tts.synthesize("你好。"):  # warm-up
+        pass
+    spent = audio = 0.0
+    firsts = []
+    for text in SENTENCES:
+        started = time.perf_counter()
+        first = None
+        async for piece in tts.synthesize(text):
+            first = first or time.perf_counter() - started
+            audio += len(piece) / tts.sample_rate
+        spent += time.perf_counter() - started
+        firsts.append(first or 0.0)
+    return spent / audio, statistics.median(firsts)
+
+
+async def llm_numbers(llm: Any) -> tuple[float, float]:
+    """(median time to first piece, pieces per second after it) — pieces are tokens for llama.cpp."""
+    firsts, rates = [], []
+    for q in QUESTIONS:
+        started = time.perf_counter()
+        first, count = None, 0
+        async for _ in llm.reply(q):
+            count += 1
+            if first is None:
+                first = time.perf_counter()
+        end = time.perf_counter()
+        if first is not None:
+            firsts.append(first - started)
+            if count > 1:
+                rates.append((count - 1) / (end - first))
+    return statistics.median(firsts), statistics.median(rates)
+
+
+async def main(cfg: config.Config) -> None:
+    assets = backends.assets_for(cfg)
+    car = read_wav(REAL / "car_commands_68s.wav", 16000)
+    rows: list[tuple[str, str, str]] = []
+    all_loaded = 0.0
+
+    vad = backends.vad(cfg, assets)
+    t = timed_load(vad)
+    all_loaded += t
+    rows.append(("VAD silero v5 (sherpa-onnx)", f"{t:.2f}", f"RTF {await stream_rtf(vad, car):.4f}"))
+
+    kws = backends.kws(cfg, assets)
+    t = timed_load(kws)
+    all_loaded += t
+    rows.append(("KWS zipformer 3.3M (sherpa-onnx)", f"{t:.2f}", f"RTF {await stream_rtf(kws, car):.3f}"))
+
+    asr = backends.asr(cfg, assets)
+    t = timed_load(asr)
+    all_loaded += t
+    rows.append((f"ASR {cfg.asr.model} {cfg.asr.compute_type}, {cfg.asr.threads} threads", f"{t:.2f}",
+                 f"RTF {await asr_rtf(asr):.3f}"))
+
+    tts = backends.tts(cfg, assets)
+    t = timed_load(tts)
+    all_loaded += t
+    rtf, first = await tts_numbers(tts)
+    rows.append((f"TTS Kokoro int8, {cfg.tts.threads} threads", f"{t:.2f}",
+                 f"RTF {rtf:.3f}, first piece {first:.2f} s"))
+
+    llm = backends.llm(cfg, assets)
+    t = timed_load(llm)
+    all_loaded += t
+    ttft, rate = await llm_numbers(llm)
+    rows.append((f"LLM {cfg.llm.model}, {cfg.llm.threads} threads", f"{t:.2f}",
+                 f"first token {ttft:.2f} s, {rate:.1f} tokens/s"))
+
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print("| backend | load (s) | speed |")
+    print("|---|---|---|")
+    for row in rows:
+        print(f"| {' | '.join(row)} |")
+    print(f"| all models | {all_loaded:.2f} | peak RSS of the whole chain {peak_mb:.0f} MB |")
+    for m in (vad, kws, asr, tts, llm):
+        m.close()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--set", dest="overrides", action="append", default=[])
+    args = parser.parse_args()
+    logs.setup("error")
+    asyncio.run(main(config.load(ROOT / "config.toml", args.overrides)))

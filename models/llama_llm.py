@@ -1,0 +1,230 @@
+"""Qwen2.5 Instruct (0.5B or 1.5B, GGUF Q4_K_M) through llama-cpp-python, streamed token by token.
+
+The GGUF is checked against its sha256 before llama.cpp sees it (a truncated file can end the
+process instead of raising). The prompt is built by the chat template stored in the GGUF itself
+(Qwen's ChatML), so the 0.5B and the 1.5B run with the same code.
+
+Greedy decoding makes the 0.5B repeat itself within a sentence or two, so the reply is sampled
+(temperature, top-p) with a repeat penalty.
+
+Streaming: ``reply()`` pulls llama-cpp-python's chunk generator one step at a time on the
+backend's own worker thread. Cancelling the reply task therefore lands between tokens, and
+``stop()`` sets the reply's stop flag, which the worker checks before computing each token. The
+generator of an abandoned reply is closed on the worker before the next reply starts, so the
+model is only ever touched from that one thread.
+
+The system prompt and the short conversation history live here too; the HTTP backend
+(``models.openai_llm``) shares them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from models.files import verified
+from models.manifest import by_name
+from models.protocols import ModelError
+from models.worker import Worker
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+
+QWEN_05B_SHA256 = by_name("qwen2.5-coder-0.5b-instruct-q4_k_m").files[0].sha256
+QWEN_15B_SHA256 = by_name("qwen2.5-coder-1.5b-instruct-q4_k_m").files[0].sha256
+
+SYSTEM_PROMPT = (
+    "你是“听说”，一个在本机离线运行的中文语音助手。你说的每个字都会被直接朗读给用户听。"
+    "请始终用简体中文回答，像面对面聊天一样自然、口语化。"
+    "每次只回答一到三句话，先说结论，不要铺垫和客套。"
+    "只输出纯文本：不要用Markdown、标题、列表、编号、代码、表情符号或特殊符号。"
+    "如果没听清或问题不明确，就用一句话简短地反问。不知道的事情就直说不知道，不要编造。"
+)
+"""The default system prompt: short spoken answers, plain Simplified Chinese, nothing a TTS cannot read."""
+
+Message = dict[str, str]
+
+
+class History:
+    """The last few exchanges (user text, assistant reply), oldest first.
+
+    A reply that was interrupted is remembered as far as it got, because that is what the user
+    heard. An exchange where nothing at all was said is dropped: an empty assistant turn would
+    teach the model to answer with nothing.
+    """
+
+    def __init__(self, turns: int) -> None:
+        if turns < 0:
+            raise ValueError(f"history_turns must be >= 0, not {turns}")
+        self._exchanges: deque[tuple[str, str]] = deque(maxlen=turns)
+
+    @property
+    def exchanges(self) -> list[tuple[str, str]]:
+        return list(self._exchanges)
+
+    def messages(self, system_prompt: str, text: str) -> list[Message]:
+        """The chat to send: system prompt, remembered exchanges, then the new user ``text``."""
+        chat: list[Message] = [{"role": "system", "content": system_prompt}] if system_prompt else []
+        for asked, answered in self._exchanges:
+            chat += [{"role": "user", "content": asked}, {"role": "assistant", "content": answered}]
+        chat.append({"role": "user", "content": text})
+        return chat
+
+    def remember(self, text: str, reply: str) -> None:
+        if reply.strip():
+            self._exchanges.append((text, reply))
+
+    def clear(self) -> None:
+        self._exchanges.clear()
+
+
+class LlamaLlm:
+    """The ``Llm`` protocol on a local GGUF chat model run by llama-cpp-python on the CPU."""
+
+    def __init__(
+        self,
+        model_path: Path,
+        *,
+        threads: int = 2,
+        n_ctx: int = 2048,
+        system_prompt: str = SYSTEM_PROMPT,
+        temperature: float = 0.7,
+        top_p: float = 0.9,
+        top_k: int = 40,
+        repeat_penalty: float = 1.1,
+        max_tokens: int = 160,
+        history_turns: int = 3,
+        seed: int | None = None,
+        expected_sha256: str = QWEN_05B_SHA256,
+    ) -> None:
+        self.model_path = model_path
+        self.threads = threads
+        self.n_ctx = n_ctx
+        self.system_prompt = system_prompt
+        self.temperature = temperature
+        self.top_p = top_p
+        self.top_k = top_k
+        self.repeat_penalty = repeat_penalty
+        self.max_tokens = max_tokens
+        self.seed = seed  # None: a fresh random seed per process
+        self.expected_sha256 = expected_sha256
+        self.history = History(history_turns)
+        self._worker = Worker("llm")
+        self._model: Llama | None = None
+        self._stream: Iterator[Any] | None = None  # worker thread only
+        self._stopped = threading.Event()  # the current reply's stop flag; a fresh one per reply
+
+    def load(self) -> None:
+        """Check and load the GGUF, then evaluate the system prompt once.
+
+        llama-cpp-python reuses the longest prefix a new prompt shares with the last one, so the
+        system prompt evaluated here (about 1.5 s for the 0.5B on two cores) is not paid again
+        by the first reply.
+        """
+        path = verified(self.model_path, self.expected_sha256, "llm")
+        self._model = self._worker.call(self._create, path)
+
+    def _create(self, path: Path) -> Llama:
+        try:
+            from llama_cpp import LLAMA_DEFAULT_SEED, Llama
+        except ImportError as exc:
+            raise ModelError(f"llm: llama-cpp-python is not installed ({exc})") from None
+        try:
+            model = Llama(
+                model_path=str(path),
+                n_ctx=self.n_ctx,
+                n_threads=self.threads,
+                n_threads_batch=self.threads,
+                seed=LLAMA_DEFAULT_SEED if self.seed is None else self.seed,
+                verbose=False,
+            )
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise ModelError(f"llm: llama.cpp could not load {path}: {exc}") from None
+        if "tokenizer.chat_template" not in model.metadata:
+            model.close()
+            raise ModelError(f"llm: {path} has no chat template (not an instruct model?)")
+        try:
+            model.create_chat_completion(messages=cast(Any, History(0).messages(self.system_prompt, "你好")),
+                                         max_tokens=1)
+        except (ValueError, RuntimeError) as exc:
+            model.close()
+            raise ModelError(f"llm: llama.cpp could not run {path}: {exc}") from None
+        return model
+
+    def close(self) -> None:
+        self._stopped.set()
+        self._worker.call(self._release)
+        self._worker.close()
+
+    def _release(self) -> None:
+        self._end_stream()
+        if self._model is not None:
+            self._model.close()
+            self._model = None
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def reply(self, text: str) -> AsyncIterator[str]:
+        """Stream the reply to ``text``; from this call on, ``stop()`` applies to this reply."""
+        self._stopped = threading.Event()
+        return self._stream_reply(text, self._stopped)
+
+    async def _stream_reply(self, text: str, stopped: threading.Event) -> AsyncIterator[str]:
+        said: list[str] = []
+        try:
+            await self._worker.run(self._start, self.history.messages(self.system_prompt, text))
+            while (piece := await self._worker.run(self._step, stopped)) is not None:
+                said.append(piece)
+                yield piece
+        finally:
+            stopped.set()  # an abandoned reply computes nothing more
+            self.history.remember(text, "".join(said))
+
+    def _start(self, messages: list[Message]) -> None:
+        """Begin a completion (worker thread); the prompt is evaluated by the first ``_step``."""
+        if self._model is None:
+            raise ModelError("llm: used before load()")
+        self._end_stream()
+        try:
+            stream = self._model.create_chat_completion(
+                messages=cast(Any, messages),
+                stream=True,
+                temperature=self.temperature,
+                top_p=self.top_p,
+                top_k=self.top_k,
+                repeat_penalty=self.repeat_penalty,
+                max_tokens=self.max_tokens,
+            )
+        except (ValueError, RuntimeError) as exc:
+            raise ModelError(f"llm: llama.cpp could not start a reply: {exc}") from None
+        self._stream = cast(Iterator[Any], stream)
+
+    def _step(self, stopped: threading.Event) -> str | None:
+        """The next piece of text (worker thread), or None once the reply is over or stopped.
+
+        One chunk is about one token; chunks without text (the role header, the finish marker,
+        a token held back because it ends mid-character) are skipped.
+        """
+        while self._stream is not None and not stopped.is_set():
+            try:
+                chunk = next(self._stream)
+            except StopIteration:
+                break
+            except (ValueError, RuntimeError) as exc:  # e.g. the chat no longer fits in n_ctx
+                self._end_stream()
+                raise ModelError(f"llm: llama.cpp failed mid-reply: {exc}") from None
+            piece = chunk["choices"][0]["delta"].get("content")
+            if piece:
+                return cast(str, piece)
+        self._end_stream()
+        return None
+
+    def _end_stream(self) -> None:
+        """Close the current chunk generator on the worker thread, so llama.cpp finishes cleanly."""
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            cast(Any, stream).close()

@@ -1,0 +1,157 @@
+"""LlamaLlm on the real Qwen2.5-Coder-0.5B-Instruct GGUF: streaming, stop, cancel, history, bad files."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from models.llama_llm import QWEN_05B_SHA256, History, LlamaLlm
+from models.protocols import ModelError
+
+HAN = re.compile(r"[\u4e00-\u9fff]")
+QUESTION = "你好，请用一句话介绍你自己。"
+LONG_QUESTION = "请详细介绍一下中国古代的四大发明，每一项都说清楚。"
+
+
+@pytest.fixture
+def llm(qwen_gguf: Path) -> Iterator[LlamaLlm]:
+    model = LlamaLlm(qwen_gguf, seed=1234)
+    model.load()
+    yield model
+    model.close()
+
+
+async def collect(llm: LlamaLlm, text: str) -> list[str]:
+    return [piece async for piece in llm.reply(text)]
+
+
+@pytest.mark.slow
+async def test_a_mandarin_question_gets_a_chinese_reply_in_several_pieces(llm: LlamaLlm) -> None:
+    pieces = await collect(llm, QUESTION)
+    reply = "".join(pieces)
+    assert len(pieces) >= 3, pieces
+    assert len(HAN.findall(reply)) >= 5, reply
+    assert llm.history.exchanges == [(QUESTION, reply)]
+
+
+@pytest.mark.slow
+async def test_stop_mid_reply_ends_the_stream_at_the_next_token(llm: LlamaLlm) -> None:
+    pieces: list[str] = []
+    three = asyncio.Event()
+
+    async def consume() -> None:
+        async for piece in llm.reply(LONG_QUESTION):
+            pieces.append(piece)
+            if len(pieces) == 3:
+                three.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(three.wait(), 60)
+    llm.stop()  # from another task, as barge-in does, while the next token may be in flight
+    await asyncio.wait_for(task, 2)
+    assert 3 <= len(pieces) <= 4, pieces  # a long answer would have run to max_tokens=160
+    assert llm.history.exchanges == [(LONG_QUESTION, "".join(pieces))]  # kept as far as it got
+
+
+@pytest.mark.slow
+async def test_a_cancelled_reply_leaves_the_backend_usable(llm: LlamaLlm) -> None:
+    pieces: list[str] = []
+    two = asyncio.Event()
+
+    async def consume() -> None:
+        async for piece in llm.reply(LONG_QUESTION):
+            pieces.append(piece)
+            if len(pieces) == 2:
+                two.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(two.wait(), 60)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert llm.history.exchanges[0][1].startswith("".join(pieces[:2]))
+
+    again = "".join(await asyncio.wait_for(collect(llm, QUESTION), 60))
+    assert HAN.search(again), again
+
+
+@pytest.mark.slow
+async def test_a_follow_up_uses_the_previous_turn(qwen_gguf: Path) -> None:
+    introduce, ask = "我的名字叫李雷，请记住。", "我叫什么名字？"
+    remembering = LlamaLlm(qwen_gguf, seed=1234, temperature=0.3)
+    forgetting = LlamaLlm(qwen_gguf, seed=1234, temperature=0.3, history_turns=0)
+    for model in (remembering, forgetting):
+        model.load()
+        try:
+            await collect(model, introduce)
+            answer = "".join(await collect(model, ask))
+        finally:
+            model.close()
+        if model is remembering:
+            assert "李雷" in answer, answer
+        else:
+            assert "李雷" not in answer, answer  # the name can only come from the history
+
+
+def test_history_keeps_the_last_exchanges_and_drops_silent_ones() -> None:
+    history = History(2)
+    for i in range(3):
+        history.remember(f"问{i}", f"答{i}")
+    history.remember("问3", "  ")  # interrupted before anything was said
+    assert history.messages("系统", "新问题") == [
+        {"role": "system", "content": "系统"},
+        {"role": "user", "content": "问1"}, {"role": "assistant", "content": "答1"},
+        {"role": "user", "content": "问2"}, {"role": "assistant", "content": "答2"},
+        {"role": "user", "content": "新问题"},
+    ]
+
+
+def test_a_missing_gguf_is_refused(tmp_path: Path) -> None:
+    llm = LlamaLlm(tmp_path / "absent.gguf")
+    with pytest.raises(ModelError, match="not found"):
+        llm.load()
+    llm.close()
+
+
+def test_a_corrupt_gguf_is_refused_before_llama_cpp_sees_it(qwen_gguf: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "corrupt.gguf"
+    shutil.copyfile(qwen_gguf, copy)
+    with copy.open("r+b") as f:
+        f.seek(copy.stat().st_size // 2)
+        byte = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    model = LlamaLlm(copy, expected_sha256=QWEN_05B_SHA256)
+    with pytest.raises(ModelError, match="corrupt") as caught:
+        model.load()
+    assert "\n" not in str(caught.value)
+    model.close()
+
+
+def test_a_file_llama_cpp_cannot_read_is_a_model_error(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(b"GGUF" + bytes(range(256)) * 4)
+    model = LlamaLlm(junk, expected_sha256=hashlib.sha256(junk.read_bytes()).hexdigest())
+    with pytest.raises(ModelError, match="could not load") as caught:
+        model.load()
+    assert "\n" not in str(caught.value)
+    model.close()
+
+
+@pytest.mark.slow
+async def test_a_chat_too_long_for_the_context_is_a_model_error(qwen_gguf: Path) -> None:
+    llm = LlamaLlm(qwen_gguf, n_ctx=256)
+    llm.load()
+    try:
+        with pytest.raises(ModelError, match="context window"):
+            await collect(llm, "你好" * 300)
+        assert HAN.search("".join(await collect(llm, QUESTION)))  # still answers what fits
+    finally:
+        llm.close()
