@@ -14,6 +14,7 @@ from assistant.audio.protocols import AudioSink, AudioSource
 from assistant.clock import SampleClock
 from assistant.config import Config
 from assistant.events import EventBus, Subscriber
+from assistant.phrase_cache import PhraseCache
 from states.session import Backends, Session
 
 log = structlog.get_logger("app")
@@ -43,12 +44,12 @@ def open_devices(cfg: Config, clock: SampleClock) -> tuple[AlsaSource, AlsaSink]
 
 
 async def run_live(cfg: Config, clock: SampleClock, source: AudioSource, sink: AudioSink, backends: Backends,
-                   subscribers: Sequence[Subscriber] = ()) -> None:
+                   subscribers: Sequence[Subscriber] = (), phrase_cache: PhraseCache | None = None) -> None:
     """Hold conversations on the given devices until the source ends (Ctrl-C or SIGTERM close it)."""
     bus = EventBus(clock)
     for fn in subscribers:
         bus.subscribe(fn)
-    session = Session(cfg, clock, bus, source, sink, backends)
+    session = Session(cfg, clock, bus, source, sink, backends, phrase_cache)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with suppress(NotImplementedError, RuntimeError):

@@ -7,6 +7,7 @@ Backend modules are imported here, when chosen, so a command never loads a runti
 from __future__ import annotations
 
 from assistant.config import Config
+from assistant.phrase_cache import PhraseCache, default_folder, tts_key
 from models.assets import Assets
 from models.protocols import Asr, Kws, Llm, Tts, Vad
 from states.session import Backends
@@ -64,6 +65,16 @@ def tts(cfg: Config, assets: Assets) -> Tts:
                      assets.path("kokoro-v1.0-int8", "vocab.json"),
                      assets.path("kokoro-zh-voices", f"{cfg.tts.voice}.bin"),
                      threads=cfg.tts.threads, speed=cfg.tts.speed)
+
+
+def phrase_cache(cfg: Config, assets: Assets) -> PhraseCache | None:
+    """The on-disk cache of short spoken phrases for the configured voice, if enabled."""
+    if not cfg.tts.phrase_cache:
+        return None
+    from models.manifest import by_name
+
+    model_sha = by_name("kokoro-v1.0-int8").file("kokoro-v1.0.int8.onnx").sha256
+    return PhraseCache(default_folder(), tts_key(model_sha, cfg.tts.voice, cfg.tts.speed))
 
 
 def conversation(cfg: Config) -> Backends:

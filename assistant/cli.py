@@ -39,10 +39,18 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--echo", default=None, metavar="GAIN:DELAY_MS",
                     help="the mic also hears GAIN x the played audio, DELAY_MS later")
     rp.add_argument("--realtime", action="store_true", help="pace at 1x wall clock and record true latencies")
+    rp.add_argument("--plot", action="store_true", help="also write a timeline PNG per turn into --out")
+    bp = sub.add_parser("bench", parents=[common], help="first audio: whole-reply synthesis against the pipeline")
+    bp.add_argument("--repeats", type=int, default=3, help="runs per reply and mode (default 3)")
+    bp.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    bp.add_argument("--plots", type=Path, default=Path("bench-timelines"),
+                    help="folder for the timeline PNGs (default ./bench-timelines)")
     vp = sub.add_parser("vad", parents=[common], help="print the utterances the VAD and endpointing find")
     vp.add_argument("wav", type=Path)
     tp = sub.add_parser("transcribe", parents=[common], help="print path<TAB>text for each recording")
     tp.add_argument("wavs", type=Path, nargs="+")
+    np_ = sub.add_parser("normalize", parents=[common], help="print a text exactly as it will be spoken")
+    np_.add_argument("text", help="the text (each line is normalized on its own line)")
     sp = sub.add_parser("say", parents=[common], help="speak a text")
     sp.add_argument("text")
     ap = sub.add_parser("ask", parents=[common], help="ask the language model; print and speak the answer")
@@ -91,7 +99,8 @@ def cmd_run(cfg: Config, args: argparse.Namespace) -> int:
         models = backends.conversation(cfg)
         app.load(models)
         try:
-            asyncio.run(app.run_live(cfg, clock, source, sink, models))
+            cache = backends.phrase_cache(cfg, backends.assets_for(cfg))
+            asyncio.run(app.run_live(cfg, clock, source, sink, models, phrase_cache=cache))
         finally:
             app.close(models)
     finally:
@@ -108,13 +117,49 @@ def cmd_replay(cfg: Config, args: argparse.Namespace) -> int:
     models = backends.conversation(cfg)
     app.load(models)
     try:
-        summary = asyncio.run(replay(cfg, recording, args.out, models, echo=echo, realtime=args.realtime))
+        cache = backends.phrase_cache(cfg, backends.assets_for(cfg))
+        summary = asyncio.run(replay(cfg, recording, args.out, models, echo=echo, realtime=args.realtime,
+                                     phrase_cache=cache))
     finally:
         app.close(models)
+    if args.plot:
+        _plot_replay(args.out)
     for i, turn in enumerate(summary["turns"], 1):
         print(f"turn {i}: {turn['transcript']!r} -> {turn['reply']!r} "
               f"(end of speech -> first audio {turn['end_of_speech_to_first_audio_s']} s)")
     print(f"wrote {args.out}/played.wav, events.jsonl, summary.json")
+    return 0
+
+
+def _plot_replay(out: Path) -> None:
+    import json
+
+    from assistant.timeline import plot_turn, turns
+
+    records = [json.loads(line) for line in (out / "events.jsonl").read_text(encoding="utf-8").splitlines()]
+    for i, turn in enumerate(turns(records), 1):
+        plot_turn(turn, out / f"turn{i}.png", f"turn {i}")
+
+
+def cmd_bench(cfg: Config, args: argparse.Namespace) -> int:
+    from assistant.bench import run
+    from assistant.pipeline import PipelineOptions
+
+    if args.repeats < 1:
+        raise ConfigError("--repeats must be at least 1")
+    tts = backends.tts(cfg, backends.assets_for(cfg))
+    with jobs.loaded(tts):
+        print(run(tts, PipelineOptions.from_config(cfg), args.repeats, args.plots, args.json))
+    if not args.json:
+        print(f"timelines: {args.plots}/bench_*.png")
+    return 0
+
+
+def cmd_normalize(cfg: Config, args: argparse.Namespace) -> int:
+    from assistant.text.normalize import normalize
+
+    for line in args.text.splitlines() or [""]:
+        print(normalize(line))
     return 0
 
 
@@ -147,5 +192,6 @@ def cmd_config(cfg: Config, args: argparse.Namespace) -> int:
 
 COMMANDS: dict[str, Callable[[Config, argparse.Namespace], int]] = {
     "run": cmd_run, "replay": cmd_replay, "vad": cmd_vad, "config": cmd_config, "models": models_cmd.run,
-    "transcribe": jobs.transcribe, "say": jobs.say, "ask": jobs.ask, "file": jobs.answer_file,
+    "bench": cmd_bench, "normalize": cmd_normalize, "transcribe": jobs.transcribe, "say": jobs.say,
+    "ask": jobs.ask, "file": jobs.answer_file,
 }

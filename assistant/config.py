@@ -148,6 +148,17 @@ class TtsConfig:
                                "zm_yunjian", "zm_yunxi", "zm_yunxia", "zm_yunyang"))
     threads: int = _opt(2, "CPU threads for speech synthesis.", lo=1, hi=8)
     speed: float = _opt(1.0, "Speaking rate (1.0 is normal).", lo=0.5, hi=2.0)
+    streaming: bool = _opt(True, "Speak while the LLM writes; false synthesizes the whole reply after it (baseline).")
+    first_chunk_max: int = _opt(12, "Longest first chunk in characters; it is cut at the first clause end.",
+                                lo=2, hi=200)
+    chunk_max: int = _opt(40, "Longest later chunk in characters (whole clauses up to this).", lo=4, hi=500)
+    chunk_growth: float = _opt(1.0, "A chunk is at most this many times as long as all before it (0: off).",
+                               lo=0.0, hi=10.0)
+    lookahead_chunks: int = _opt(2, "Chunks synthesized ahead of playback at most.", lo=1, hi=16)
+    comma_pause_ms: int = _opt(150, "Silence after a chunk ending in ，、；： .", lo=0, hi=2000)
+    period_pause_ms: int = _opt(300, "Silence after a chunk ending in 。！？ .", lo=0, hi=3000)
+    trim_tail: bool = _opt(True, "Cut trailing silence and noise bursts from each synthesized chunk.")
+    phrase_cache: bool = _opt(True, "Keep the audio of repeated chunks on disk and replay it without synthesis.")
 
 
 @dataclass(frozen=True)

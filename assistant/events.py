@@ -67,6 +67,19 @@ class ReplyText(Event):
 
 
 @dataclass(frozen=True)
+class LlmFirstToken(Event):
+    type: ClassVar[str] = "llm_first_token"
+
+
+@dataclass(frozen=True)
+class TextChunk(Event):
+    """A chunk of the reply is complete (normalized, as it will be spoken) and goes to the TTS."""
+
+    type: ClassVar[str] = "text_chunk"
+    text: str
+
+
+@dataclass(frozen=True)
 class TtsChunk(Event):
     type: ClassVar[str] = "tts_chunk"
     text: str
@@ -77,6 +90,16 @@ class TtsChunk(Event):
 @dataclass(frozen=True)
 class PlaybackStarted(Event):
     type: ClassVar[str] = "playback_started"
+
+
+@dataclass(frozen=True)
+class ChunkQueued(Event):
+    """A chunk's audio went to the sink; ``gap_s`` is how long the sink had run dry before it."""
+
+    type: ClassVar[str] = "chunk_queued"
+    index: int
+    audio_s: float
+    gap_s: float
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import numpy as np
 from assistant import backends
 from assistant.audio.alsa import AlsaSink
 from assistant.audio.protocols import AudioSink, Samples
-from assistant.audio.wav import read_wav, resample, write_wav
+from assistant.audio.wav import WavFileSink, read_wav, resample, write_wav
 from assistant.config import Config
 
 
@@ -61,7 +61,7 @@ def ask(cfg: Config, args: argparse.Namespace) -> int:
     assets = backends.assets_for(cfg)
     llm, tts = backends.llm(cfg, assets), backends.tts(cfg, assets)
     with loaded(llm, tts):
-        asyncio.run(_answer(llm, tts, args.text, sink, args.output))
+        asyncio.run(_answer(cfg, llm, tts, args.text, sink, args.output))
     return 0
 
 
@@ -77,21 +77,30 @@ def answer_file(cfg: Config, args: argparse.Namespace) -> int:
         if not text:
             print("(nothing was heard in the recording)", file=sys.stderr)
             return 1
-        asyncio.run(_answer(llm, tts, text, sink, args.output))
+        asyncio.run(_answer(cfg, llm, tts, text, sink, args.output))
     return 0
 
 
-async def _answer(llm: Any, tts: Any, question: str, sink: AudioSink | None, output: Path | None) -> None:
-    """Stream the reply text to stdout, then speak it."""
+async def _answer(cfg: Config, llm: Any, tts: Any, question: str, sink: AudioSink | None,
+                  output: Path | None) -> None:
+    """Print the reply as the LLM writes it and speak it at the same time, chunk by chunk."""
+    from assistant.bench import WallClock
+    from assistant.events import EventBus
+    from assistant.pipeline import PipelineOptions, SpeechPipeline
+
+    target = sink if sink is not None else WavFileSink(output or Path("answer.wav"), tts.sample_rate)
     print("听说: ", end="", flush=True)
-    pieces = []
-    async for piece in llm.reply(question):
-        pieces.append(piece)
-        print(piece, end="", flush=True)
-    print(flush=True)
-    reply = "".join(pieces).strip()
-    if reply:
-        await _speak(tts, reply, sink, output)
+    pipeline = SpeechPipeline(llm, tts, target, EventBus(WallClock()), PipelineOptions.from_config(cfg),
+                              lambda: None, cache=backends.phrase_cache(cfg, backends.assets_for(cfg)),
+                              on_text=lambda piece: print(piece, end="", flush=True))
+    try:
+        await pipeline.run(question)
+        await target.wait_playout()
+    finally:
+        print(flush=True)
+        target.close()
+    if sink is None:
+        print(f"wrote {output}", file=sys.stderr)
 
 
 async def _speak(tts: Any, text: str, sink: AudioSink | None, output: Path | None) -> None:

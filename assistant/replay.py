@@ -22,6 +22,7 @@ from assistant.audio.wav import write_wav
 from assistant.clock import SampleClock
 from assistant.config import Config, ConfigError
 from assistant.events import EventBus, JsonlRecorder, Subscriber
+from assistant.phrase_cache import PhraseCache
 from assistant.summary import SummaryBuilder
 from models.worker import LOCKSTEP
 from states.session import Backends, Session
@@ -50,15 +51,16 @@ class Echo:
 
 async def replay(cfg: Config, recording: Samples, out_dir: Path, backends: Backends, *,
                  echo: Echo | None = None, realtime: bool = False,
-                 subscribers: Sequence[Subscriber] = ()) -> dict[str, Any]:
+                 subscribers: Sequence[Subscriber] = (), clock: SampleClock | None = None,
+                 phrase_cache: PhraseCache | None = None) -> dict[str, Any]:
     """Run ``recording`` through a session; write played.wav, events.jsonl and summary.json."""
     rate = cfg.audio.sample_rate
-    clock = SampleClock(rate, realtime=realtime)
+    clock = clock or SampleClock(rate, realtime=realtime)
     echo = echo or Echo()
     device = ReplayDevice(recording, clock, cfg.audio.chunk_samples, echo_gain=echo.gain,
                           echo_delay_ms=echo.delay_ms, realtime=realtime)
     bus = EventBus(clock)
-    session = Session(cfg, clock, bus, device, device.speaker, backends)  # refuses a bad set-up first
+    session = Session(cfg, clock, bus, device, device.speaker, backends, phrase_cache)  # refuses a bad set-up first
     out_dir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - before the session: nothing waits yet
     recorder = JsonlRecorder(out_dir / "events.jsonl")
     summary = SummaryBuilder()

@@ -1,9 +1,11 @@
 """summary.json: what a session did, per turn, computed from its events alone.
 
-Definitions follow the published RK3576 measurements: first audio is text ready -> first audio
-sample into the player; RTF is synthesis time / audio duration; the inter-chunk gap is how long the
-player waited for the next chunk after the previous one ran out; end of speech -> first audio is
-the whole chain, from the endpoint decision to the first sample played.
+Definitions follow the published RK3576 measurements: first audio (``tts_first_audio_s``) is the
+first chunk's text complete -> its first sample handed to the sink; RTF is synthesis time / audio
+duration (per chunk and per turn); the inter-chunk gap is how long the sink ran dry before a chunk
+arrived (each such gap is an underrun); end of speech -> first audio is the whole chain, from the
+endpoint decision to the first sample handed to the sink; the LLM's time to first token is counted
+from the transcript.
 """
 
 from __future__ import annotations
@@ -45,11 +47,17 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
             continue
         elif kind == "transcript":
             turn["transcript"] = r["text"]
+            turn["_transcript_t"] = t
+        elif kind == "llm_first_token" and turn["_first_token_t"] is None:
+            turn["_first_token_t"] = t
         elif kind == "reply_text":
             turn["reply"] = r["text"]
+        elif kind == "text_chunk" and turn["_text_ready_t"] is None:
             turn["_text_ready_t"] = t
         elif kind == "tts_chunk":
-            turn["_chunks"].append((t, r["audio_s"], r["synth_s"]))
+            turn["_chunks"].append((r["audio_s"], r["synth_s"]))
+        elif kind == "chunk_queued":
+            turn["_gaps"].append(r["gap_s"])
         elif kind == "playback_started" and turn["first_audio_t"] is None:
             turn["first_audio_t"] = t
         elif kind in ("barge_in",) or (kind == "playback_finished" and r["interrupted"]):
@@ -68,22 +76,25 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
 def _new_turn(wake_t: float | None, speech_end_t: float) -> dict[str, Any]:
     return {"transcript": None, "reply": None, "wake_t": wake_t, "speech_end_t": speech_end_t,
             "first_audio_t": None, "end_of_speech_to_first_audio_s": None, "tts_first_audio_s": None,
-            "rtf": None, "max_gap_s": None, "interrupted": False, "_text_ready_t": None, "_chunks": []}
+            "llm_first_token_s": None, "rtf": None, "chunk_rtf": [], "max_gap_s": None, "underruns": 0,
+            "interrupted": False, "_transcript_t": None, "_first_token_t": None, "_text_ready_t": None,
+            "_chunks": [], "_gaps": []}
 
 
 def _finish(turn: dict[str, Any]) -> None:
-    chunks = turn.pop("_chunks")
-    text_ready = turn.pop("_text_ready_t")
+    chunks, gaps = turn.pop("_chunks"), turn.pop("_gaps")
+    text_ready, asked, first_token = turn.pop("_text_ready_t"), turn.pop("_transcript_t"), turn.pop("_first_token_t")
     first = turn["first_audio_t"]
     if first is not None:
         turn["end_of_speech_to_first_audio_s"] = round(first - turn["speech_end_t"], 3)
         if text_ready is not None:
             turn["tts_first_audio_s"] = round(first - text_ready, 3)
+    if first_token is not None and asked is not None:
+        turn["llm_first_token_s"] = round(first_token - asked, 3)
     if chunks:
-        audio = sum(c[1] for c in chunks)
-        turn["rtf"] = round(sum(c[2] for c in chunks) / audio, 3) if audio > 0 else None
-        gap, play_end = 0.0, chunks[0][0]
-        for ready, audio_s, _ in chunks:
-            gap = max(gap, ready - play_end)
-            play_end = max(play_end, ready) + audio_s
-        turn["max_gap_s"] = round(gap, 3)
+        audio = sum(c[0] for c in chunks)
+        turn["rtf"] = round(sum(c[1] for c in chunks) / audio, 3) if audio > 0 else None
+        turn["chunk_rtf"] = [round(c[1] / c[0], 3) if c[0] > 0 else None for c in chunks]
+    if gaps:
+        turn["max_gap_s"] = max(gaps)
+        turn["underruns"] = sum(1 for g in gaps if g > 0)

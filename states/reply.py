@@ -1,8 +1,8 @@
-"""One reply: transcribe the utterance, ask the LLM, synthesize and play the answer.
+"""One reply: transcribe the utterance, then speak the LLM's answer while it is still being written.
 
 Thinking starts it and speaking lets it run on; leaving either for anything but speaking stops it.
 ``stop()`` is the single way a reply ends early, in this order: cancel and await the tasks (the
-backends are told to stop in flight), clear the sink's buffer, wait (bounded) for playback to
+LLM and TTS are told to stop in flight), clear the sink's buffer, wait (bounded) for playback to
 stop, then report ``PlaybackFinished(interrupted=True)``.
 """
 
@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-import numpy as np
 import structlog
 
 from assistant.audio.protocols import Samples
 from assistant.audio.wav import resample
-from assistant.events import Error, PlaybackFinished, PlaybackStarted, ReplyText, Transcript, TtsChunk
+from assistant.events import Error, PlaybackFinished, Transcript
+from assistant.pipeline import PipelineOptions, SpeechPipeline
 from assistant.tasks import TaskScope
 
 if TYPE_CHECKING:
@@ -31,12 +31,16 @@ class Reply:
         self.tasks = TaskScope("reply")
         self.stage = "asr"
         self.stopped = False
-        self.playback_started = False
         self.playback_finished = False
         self.first_audio_sample: int | None = None
+        self.pipeline: SpeechPipeline | None = None
+
+    @property
+    def playback_started(self) -> bool:
+        return self.pipeline is not None and self.pipeline.playback_started
 
     def start(self, utterance: Samples) -> None:
-        self.tasks.spawn(self._run(utterance), "pipeline")
+        self.tasks.spawn(self._run(utterance), "reply")
 
     async def _run(self, utterance: Samples) -> None:
         s = self.session
@@ -46,11 +50,16 @@ class Reply:
                 log.info("nothing heard in the utterance")
                 s.request("reply_done", owner=self)
                 return
-            self.stage = "llm"
-            answer = "".join([piece async for piece in s.models.llm.reply(text)]).strip()
-            s.bus.publish(ReplyText(text=answer))
-            if answer:
-                await self._speak(answer)
+            self.stage = "reply"
+            options = PipelineOptions.from_config(s.cfg)
+            self.pipeline = SpeechPipeline(s.models.llm, s.models.tts, s.sink, s.bus, options, self._first_audio,
+                                           cache=s.phrase_cache)
+            await self.pipeline.run(text)
+            self.stage = "playback"
+            await s.sink.wait_playout()
+            if self.playback_started:
+                self.playback_finished = True
+                s.bus.publish(PlaybackFinished(interrupted=False))
             s.request("reply_done", owner=self)
         except asyncio.CancelledError:
             raise
@@ -58,6 +67,10 @@ class Reply:
             log.error("reply failed", stage=self.stage, error=str(exc))
             s.bus.publish(Error(stage=self.stage, message=str(exc)))
             s.request("error", owner=self)
+
+    def _first_audio(self) -> None:
+        self.first_audio_sample = self.session.clock.samples
+        self.session.request("first_audio", owner=self)
 
     async def _transcribe(self, utterance: Samples) -> str:
         s = self.session
@@ -67,39 +80,15 @@ class Reply:
         s.bus.publish(Transcript(text=text))
         return text
 
-    async def _speak(self, text: str) -> None:
-        s = self.session
-        tts, sink, clock = s.models.tts, s.sink, s.clock
-        self.stage = "tts"
-        started = clock.now()
-        async for piece in tts.synthesize(text):
-            synth_s = clock.now() - started
-            audio = resample(piece, tts.sample_rate, sink.sample_rate)
-            s.bus.publish(TtsChunk(text=text, audio_s=round(len(piece) / tts.sample_rate, 3),
-                                   synth_s=round(synth_s, 3)))
-            self.stage = "playback"
-            await sink.write(np.asarray(audio, np.float32))
-            if not self.playback_started:
-                self.playback_started = True
-                self.first_audio_sample = clock.samples
-                s.bus.publish(PlaybackStarted())
-                s.request("first_audio", owner=self)
-            self.stage = "tts"
-            started = clock.now()
-        self.stage = "playback"
-        await sink.wait_playout()
-        if self.playback_started:
-            self.playback_finished = True
-            s.bus.publish(PlaybackFinished(interrupted=False))
-
     async def stop(self) -> None:
         """End the reply now: cancel, clear the sink, wait for silence, report the interruption."""
         if self.stopped:
             return
         self.stopped = True
         s = self.session
-        s.models.llm.stop()
-        s.models.tts.stop()
+        s.models.asr.stop()
+        if self.pipeline is not None:
+            await self.pipeline.stop()
         await self.tasks.cancel()
         if self.playback_started and not self.playback_finished:
             s.sink.clear()
@@ -110,3 +99,4 @@ class Reply:
                 log.warning("playback did not stop in time", waited_s=timeout)
             self.playback_finished = True
             s.bus.publish(PlaybackFinished(interrupted=True))
+

@@ -22,6 +22,7 @@ from assistant.audio.protocols import AudioSink, AudioSource
 from assistant.clock import SampleClock
 from assistant.config import Config
 from assistant.events import EventBus, StateChanged
+from assistant.phrase_cache import PhraseCache
 from models.protocols import Asr, Kws, Llm, ModelError, Tts, Vad
 from states import machine
 from states.idle import Idle
@@ -55,11 +56,12 @@ class Session:
     state: str  # assigned by the machine only
 
     def __init__(self, cfg: Config, clock: SampleClock, bus: EventBus, source: AudioSource,
-                 sink: AudioSink, backends: Backends) -> None:
+                 sink: AudioSink, backends: Backends, phrase_cache: PhraseCache | None = None) -> None:
         if cfg.wake.mode == "keyword" and backends.kws is None:
             raise ModelError("wake.mode is 'keyword' but no keyword-spotting backend is configured")
         self.cfg, self.clock, self.bus = cfg, clock, bus
         self.source, self.sink, self.models = source, sink, backends
+        self.phrase_cache = phrase_cache
         rate = cfg.audio.sample_rate
         self.history = AudioHistory(int((cfg.listening.max_utterance_s + 5) * rate))
         self.vad_window = backends.vad.window_samples

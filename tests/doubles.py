@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable
 import numpy as np
 
 from assistant.audio.protocols import Samples
+from assistant.clock import SampleClock
 
 
 class ScriptedAsr:
@@ -113,3 +114,33 @@ class ScriptedKws:
         if any(before < a <= self.fed for a in self.at):
             return self.keyword
         return None
+
+
+class PacedTts:
+    """A TTS whose compute takes session time: each piece is ready ``rtf`` x its audio length after
+    the call began, on the replay's sample clock — so overlap and gaps are deterministic."""
+
+    def __init__(self, clock: SampleClock, rtf: float, sample_rate: int = 24000,
+                 seconds_per_char: float = 0.25) -> None:
+        self.clock = clock
+        self.rtf = rtf
+        self.sample_rate = sample_rate
+        self.seconds_per_char = seconds_per_char
+        self.calls: list[tuple[str, float, float]] = []  # (text, started, finished) in session seconds
+        self.stops = 0
+
+    def load(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def stop(self) -> None:
+        self.stops += 1
+
+    async def synthesize(self, text: str) -> AsyncIterator[Samples]:
+        started = self.clock.now()
+        seconds = len(text) * self.seconds_per_char
+        while self.clock.now() < started + seconds * self.rtf:  # noqa: ASYNC110 - the sample clock has no event
+            await asyncio.sleep(0)
+        self.calls.append((text, started, self.clock.now()))
+        t = np.arange(int(seconds * self.sample_rate)) / self.sample_rate
+        yield (0.1 * np.sin(2 * np.pi * 200 * t) * (1 + np.sin(2 * np.pi * 3 * t))).astype(np.float32)

@@ -144,18 +144,24 @@ def test_summary_measures_first_audio_rtf_and_gaps():
         {"t": 0.5, "type": "wake_detected", "keyword": "小智"},
         {"t": 2.0, "type": "speech_ended", "audio_s": 1.2},
         {"t": 2.2, "type": "transcript", "text": "几点了"},
-        {"t": 2.6, "type": "reply_text", "text": "三点。"},
-        {"t": 3.0, "type": "tts_chunk", "text": "a", "audio_s": 1.0, "synth_s": 0.4},
+        {"t": 2.4, "type": "llm_first_token"},
+        {"t": 2.6, "type": "text_chunk", "text": "三点，"},
+        {"t": 3.0, "type": "tts_chunk", "text": "三点，", "audio_s": 1.0, "synth_s": 0.4},
         {"t": 3.0, "type": "playback_started"},
-        {"t": 4.5, "type": "tts_chunk", "text": "b", "audio_s": 1.0, "synth_s": 0.6},  # 0.5 s late
+        {"t": 3.0, "type": "chunk_queued", "index": 0, "audio_s": 1.0, "gap_s": 0.0},
+        {"t": 3.1, "type": "reply_text", "text": "三点，十五分。"},
+        {"t": 4.5, "type": "tts_chunk", "text": "十五分。", "audio_s": 1.0, "synth_s": 0.6},
+        {"t": 4.5, "type": "chunk_queued", "index": 1, "audio_s": 1.0, "gap_s": 0.5},  # 0.5 s late
         {"t": 5.5, "type": "playback_finished", "interrupted": False},
     ]
     turn, = summarize(records)["turns"]
     assert turn["wake_t"] == 0.5 and turn["speech_end_t"] == 2.0
     assert turn["end_of_speech_to_first_audio_s"] == 1.0
-    assert turn["tts_first_audio_s"] == 0.4
-    assert turn["rtf"] == 0.5
-    assert turn["max_gap_s"] == 0.5
+    assert turn["tts_first_audio_s"] == 0.4  # first chunk's text complete -> its first sample to the sink
+    assert turn["llm_first_token_s"] == 0.2
+    assert turn["rtf"] == 0.5 and turn["chunk_rtf"] == [0.4, 0.6]
+    assert turn["max_gap_s"] == 0.5 and turn["underruns"] == 1
+    assert turn["reply"] == "三点，十五分。"
     assert turn["interrupted"] is False
 
 

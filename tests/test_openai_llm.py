@@ -72,7 +72,7 @@ def server(qwen_gguf: Path) -> Iterator[str]:
 
 @pytest.fixture
 def llm(server: str) -> Iterator[OpenAiLlm]:
-    model = OpenAiLlm(server)
+    model = OpenAiLlm(server, max_tokens=64)  # bounded: this shared machine is sometimes slow
     model.load()
     yield model
     model.close()

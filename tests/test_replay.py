@@ -22,8 +22,11 @@ FULL_TURN = [
     "speech_ended",
     "state_changed",      # listening -> thinking
     "transcript",
+    "llm_first_token",
+    "text_chunk",         # the first (here the only) chunk of the reply, as it will be spoken
     "reply_text",
     "playback_started",
+    "chunk_queued",
     "state_changed",      # thinking -> speaking
     "playback_finished",
     "state_changed",      # speaking -> listening (follow-up window)

@@ -1,0 +1,165 @@
+"""Speak while thinking: LLM tokens → chunker → normalizer → TTS → gapless playback.
+
+Three tasks joined by queues. The text task streams the LLM's reply through the chunker and the
+normalizer; the synthesis task turns each chunk into audio (trimmed, faded, with a pause fitted to
+its punctuation) on the TTS backend's own thread, at most ``lookahead`` chunks ahead of playback;
+the playback task hands the audio to the sink and keeps the timeline, so a starved sink shows up as
+a gap. Cancelling the pipeline's scope stops all three at once (the backends are told to stop too).
+
+With ``whole_reply`` the chunker is bypassed: the reply is synthesized in one piece once the LLM has
+finished — the naive baseline that ``assistant bench`` compares against.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import structlog
+
+from assistant.audio import hygiene
+from assistant.audio.protocols import AudioSink, Samples
+from assistant.audio.wav import resample
+from assistant.config import Config
+from assistant.events import ChunkQueued, EventBus, LlmFirstToken, PlaybackStarted, ReplyText, TextChunk, TtsChunk
+from assistant.phrase_cache import PhraseCache
+from assistant.tasks import TaskScope
+from assistant.text.chunk import Chunker
+from assistant.text.normalize import normalize, protected_spans
+from models.protocols import Llm, Tts
+
+log = structlog.get_logger("pipeline")
+
+CACHED_PHRASE_MAX = 16  # characters: greetings, confirmations, fixed parts of tool replies
+
+
+@dataclass(frozen=True)
+class PipelineOptions:
+    first_chunk_max: int = 12
+    chunk_max: int = 40
+    chunk_growth: float = 1.0
+    lookahead: int = 2
+    comma_pause_ms: int = 150
+    period_pause_ms: int = 300
+    trim_tail: bool = True
+    whole_reply: bool = False
+
+    @classmethod
+    def from_config(cls, cfg: Config) -> PipelineOptions:
+        t = cfg.tts
+        return cls(first_chunk_max=t.first_chunk_max, chunk_max=t.chunk_max, chunk_growth=t.chunk_growth,
+                   lookahead=t.lookahead_chunks,
+                   comma_pause_ms=t.comma_pause_ms, period_pause_ms=t.period_pause_ms, trim_tail=t.trim_tail,
+                   whole_reply=not t.streaming)
+
+
+class SpeechPipeline:
+    """One reply's text-to-speech pipeline; ``run()`` returns when the last chunk has been queued."""
+
+    def __init__(self, llm: Llm, tts: Tts, sink: AudioSink, bus: EventBus, options: PipelineOptions,
+                 on_first_audio: Callable[[], None], cache: PhraseCache | None = None,
+                 on_text: Callable[[str], None] | None = None) -> None:
+        self.llm, self.tts, self.sink, self.bus = llm, tts, sink, bus
+        self.options = options
+        self.on_first_audio = on_first_audio
+        self.cache = cache
+        self.on_text = on_text
+        self.tasks = TaskScope("pipeline")
+        self.reply_text = ""
+        self.playback_started = False
+        self._stopping = False
+        self._texts: asyncio.Queue[str | None] = asyncio.Queue()
+        self._audio: asyncio.Queue[tuple[str, Samples] | None] = asyncio.Queue(maxsize=max(1, options.lookahead))
+
+    async def run(self, question: str) -> None:
+        """Speak the LLM's answer to ``question``; return once all of it is queued on the sink."""
+        producers = [self.tasks.spawn(self._write(question), "text"), self.tasks.spawn(self._synthesize(), "tts")]
+        player = self.tasks.spawn(self._play(), "playback")
+        try:
+            await asyncio.gather(*producers, player)
+        finally:
+            await self.tasks.cancel()
+
+    async def stop(self) -> None:
+        self._stopping = True
+        self.llm.stop()
+        self.tts.stop()
+        await self.tasks.cancel()
+
+    # -- the three stages -----------------------------------------------------------------------
+    async def _write(self, question: str) -> None:
+        o = self.options
+        chunker = Chunker(o.first_chunk_max, o.chunk_max, protected_spans, growth=o.chunk_growth)
+        pieces: list[str] = []
+        async for piece in self.llm.reply(question):
+            if not pieces:
+                self.bus.publish(LlmFirstToken())
+            pieces.append(piece)
+            if self.on_text is not None:
+                self.on_text(piece)
+            if not o.whole_reply:
+                for chunk in chunker.feed(piece):
+                    await self._queue_text(chunk)
+        self.reply_text = "".join(pieces).strip()
+        self.bus.publish(ReplyText(text=self.reply_text))
+        for chunk in [self.reply_text] if o.whole_reply else chunker.flush():
+            await self._queue_text(chunk)
+        await self._texts.put(None)
+
+    async def _queue_text(self, raw: str) -> None:
+        spoken = normalize(raw).strip()
+        if spoken and any(ch.isalnum() for ch in spoken):
+            self.bus.publish(TextChunk(text=spoken))
+            await self._texts.put(spoken)
+
+    async def _synthesize(self) -> None:
+        clock = self.bus.clock
+        while (text := await self._texts.get()) is not None:
+            started = clock.now()
+            audio = await self._speak(text)
+            synth_s = clock.now() - started
+            audio = self._clean(text, audio)
+            self.bus.publish(TtsChunk(text=text, audio_s=round(len(audio) / self.tts.sample_rate, 3),
+                                      synth_s=round(synth_s, 3)))
+            await self._audio.put((text, resample(audio, self.tts.sample_rate, self.sink.sample_rate)))
+        await self._audio.put(None)
+
+    async def _speak(self, text: str) -> Samples:
+        """The chunk's audio: from the phrase cache if it is there, else synthesized (short phrases are
+        kept in the cache for next time, unless the synthesis was stopped half-way)."""
+        if self.cache is not None and (hit := self.cache.get(text)) is not None:
+            return resample(hit[0], hit[1], self.tts.sample_rate)
+        pieces = [p async for p in self.tts.synthesize(text)]
+        audio = np.concatenate(pieces).astype(np.float32) if pieces else np.zeros(0, np.float32)
+        if self.cache is not None and not self._stopping and len(text) <= CACHED_PHRASE_MAX and len(audio):
+            self.cache.put(text, audio, self.tts.sample_rate)
+        return audio
+
+    def _clean(self, text: str, audio: Samples) -> Samples:
+        rate, o = self.tts.sample_rate, self.options
+        audio = hygiene.trim_head(audio, rate)
+        if o.trim_tail:
+            audio = hygiene.trim_tail(audio, rate)
+        audio = hygiene.fade_edges(audio, rate)
+        pause = hygiene.pause_after(text, comma_ms=o.comma_pause_ms, period_ms=o.period_pause_ms)
+        return np.concatenate([audio, hygiene.silence(pause, rate)]).astype(np.float32)
+
+    async def _play(self) -> None:
+        clock, rate = self.bus.clock, self.sink.sample_rate
+        play_end: float | None = None
+        index = 0
+        while (item := await self._audio.get()) is not None:
+            _, audio = item
+            now = clock.now()
+            gap = 0.0 if play_end is None else max(0.0, now - play_end)
+            await self.sink.write(audio)
+            if not self.playback_started:
+                self.playback_started = True
+                self.bus.publish(PlaybackStarted())
+                self.on_first_audio()
+            duration = len(audio) / rate
+            play_end = max(play_end or now, now) + duration
+            self.bus.publish(ChunkQueued(index=index, audio_s=round(duration, 3), gap_s=round(gap, 3)))
+            index += 1
