@@ -103,3 +103,9 @@ def test_a_corrupt_model_stops_start_up_with_one_line(tmp_path):
 def test_no_sound_card_is_one_line(tmp_path):
     result = assistant("run", "--set", "audio.capture_device='tingshuo_no_such_card'", cwd=tmp_path)
     one_line_error(result, "cannot open capture device 'tingshuo_no_such_card'")
+
+
+def test_normalize_prints_each_line_as_it_will_be_spoken(tmp_path):
+    result = assistant("normalize", "现在是22:05\n第2名", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["现在是晚上十点零五分", "第二名"]
