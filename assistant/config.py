@@ -46,6 +46,8 @@ class VadConfig:
                             lo=0.05, hi=0.95)
     min_speech_ms: int = _opt(96, "Speech needed before an utterance counts as started.", lo=0, hi=2000)
     endpoint_silence_ms: int = _opt(300, "Silence after speech that ends the utterance.", lo=100, hi=3000)
+    preroll_ms: int = _opt(300, "Audio kept before the detected onset (the VAD fires after speech began).",
+                           lo=0, hi=2000)
 
 
 @dataclass(frozen=True)

@@ -84,7 +84,7 @@ class Listening(State):
             s.bus.publish(SpeechStarted())
         if utterance is not None:
             rate = s.cfg.audio.sample_rate
-            audio = s.history.slice(utterance.start, utterance.end)
+            audio = s.history.slice(utterance.start - s.cfg.vad.preroll_ms * rate // 1000, utterance.end)
             s.bus.publish(SpeechEnded(audio_s=round(len(audio) / rate, 3)))
             log.info("utterance ended", reason=utterance.reason, audio_s=round(len(audio) / rate, 2))
             await s.fire("speech_end", utterance=audio)

@@ -77,3 +77,12 @@ def test_config_is_frozen():
     cfg = load(None)
     with pytest.raises(AttributeError):
         cfg.vad.threshold = 0.1  # type: ignore[misc]
+
+
+def test_the_readme_reference_lists_every_key_with_its_default():
+    import json
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for key, default, _ in describe():
+        shown = list(default) if isinstance(default, tuple) else default
+        assert f"| `{key}` | `{json.dumps(shown, ensure_ascii=False)}` |" in readme, key

@@ -70,3 +70,19 @@ async def test_barge_in_mid_reply_stops_llm_tts_and_playback_and_leaves_no_task(
     assert r.first("playback_finished")["interrupted"] is True
     assert tts.stops >= 1 and llm.stops >= 1
     assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
+
+
+async def test_a_cached_phrase_is_played_without_synthesis(run_replay, tmp_path):
+    from assistant.phrase_cache import PhraseCache, tts_key
+
+    session = session_of(real("ask_who_are_you.wav"), silence(1.0))
+    cache = PhraseCache(tmp_path / "phrases", tts_key("model-sha", "zf_xiaoxiao", 1.0))
+    first_clock, second_clock = SampleClock(16000), SampleClock(16000)
+    first_tts, second_tts = PacedTts(first_clock, rtf=0.5), PacedTts(second_clock, rtf=0.5)
+    first = await run_replay(session, "dialog.follow_up_s=0", llm=ScriptedLlm(THREE_SENTENCES), tts=first_tts,
+                             clock=first_clock, phrase_cache=cache)
+    second = await run_replay(session, "dialog.follow_up_s=0", llm=ScriptedLlm(THREE_SENTENCES), tts=second_tts,
+                              clock=second_clock, phrase_cache=cache)
+    assert [c[0] for c in first_tts.calls][:2] == ["好的，", "我来介绍一下。"]
+    assert "好的，" not in [c[0] for c in second_tts.calls]  # short phrases came from the cache
+    assert turn_of(second)["tts_first_audio_s"] == 0.0 < turn_of(first)["tts_first_audio_s"]
