@@ -30,7 +30,8 @@ def plot_turn(records: list[dict[str, Any]], path: Path, title: str) -> Path:
                 break
     for i, r in enumerate(r for r in records if r["type"] == "tts_chunk"):
         start = r["t"] - r["synth_s"]
-        ax.broken_barh([(start, max(r["synth_s"], 0.005))], (rows["synthesis"] - 0.35, 0.7), color="#4c72b0")
+        ax.broken_barh([(start, max(r["synth_s"], 0.005))], (rows["synthesis"] - 0.35, 0.7), color="#4c72b0",
+                       edgecolor="white")
         ax.text(start, rows["synthesis"] + 0.4, f"{i + 1}", fontsize=7)
     play_end: float | None = None
     for r in (r for r in records if r["type"] == "chunk_queued"):

@@ -40,7 +40,6 @@ _EMOJI = re.compile(
     "[\U0001f000-\U0001faff\U0001f1e6-\U0001f1ff\U000e0020-\U000e007f"
     "\u2600-\u27bf\u2b00-\u2bff\u2300-\u23ff\u2190-\u21ff\ufe0e\ufe0f\u200d\u20e3]+"
 )
-_SPACES = re.compile(r"(?<=\S)[ \t]{2,}")
 
 
 def strip_markup(text: str) -> list[str]:
@@ -92,12 +91,11 @@ def _strip_line(line: str) -> str:
     line = _EM_STAR.sub(r"\1", line)
     line = _EM_UNDERSCORE.sub(r"\1", line)
     line = _STRIKE.sub(r"\1", line)
-    line = _RUN.sub(" ", line)
+    line = _RUN.sub("，", line)
     line = _STRAY.sub("", line)
     line = _HTML.sub("", line)
     line = _ESCAPE.sub(r"\1", line)
-    line = _EMOJI.sub(_emoji_gap, line)
-    return _SPACES.sub(" ", line)
+    return _EMOJI.sub(_emoji_gap, line)
 
 
 def _emoji_gap(match: re.Match[str]) -> str:

@@ -70,36 +70,50 @@ _FULL_WIDTH = str.maketrans({**{chr(0xFF10 + i): str(i) for i in range(10)},
 
 # -- wetext ---------------------------------------------------------------------------------------
 _load_lock = threading.Lock()
-_wetext: Callable[[str], str] | None = None
+_wetext: tuple[Callable[[str], str], Callable[[str], str]] | None = None
 
 
 def preload() -> None:
     """Load wetext's FSTs now (about 0.5 s, 50 MB) rather than on the first reply."""
-    _tn()
+    _load()
 
 
-def _tn() -> Callable[[str], str]:
-    """wetext's Chinese TN, loaded once on first use (importing wetext reads every FST it ships)."""
+def _load() -> tuple[Callable[[str], str], Callable[[str], str]]:
+    """wetext's Chinese TN and its verbalizer, loaded once on first use (importing wetext reads every
+    FST its wheel ships; nothing is downloaded)."""
     global _wetext
     if _wetext is None:
         with _load_lock:
             if _wetext is None:
                 import wetext
 
-                _wetext = wetext.Normalizer(lang="zh", operator="tn").normalize
-    assert _wetext is not None
+                normalizer = wetext.Normalizer(lang="zh", operator="tn")
+                _wetext = (normalizer.normalize, lambda tagged: wetext.verbalize(tagged, "zh", "tn"))
     return _wetext
+
+
+def _tn() -> Callable[[str], str]:
+    return _load()[0]
+
+
+def _verbalize() -> Callable[[str], str]:
+    return _load()[1]
 
 
 @lru_cache(maxsize=4096)
 def say(number: str) -> str:
-    """A plain number (optional minus, digits, optional decimals) as read aloud: 3.50 → 三点五,
-    -12 → 负十二, 2 → 二. Leading zeros of the whole part and trailing zeros of the decimals are dropped
-    (one zero is kept: 2.0 → 二点零)."""
-    sign = "负" if number.startswith("-") else ""
+    """A plain number (optional sign, digits, optional decimals) as read aloud: 3.50 → 三点五,
+    -12 → 负十二, 2 → 二, 110 → 一百一十. Leading zeros of the whole part and trailing zeros of the
+    decimals are dropped (one is kept: 2.0 → 二点零).
+
+    It is wetext's own number verbalizer, given the number already tagged as one: wetext's tagger on
+    a bare number guesses (110 → 幺幺零, 10.5 → 十月五日). Past its range (13 digits): digit by digit.
+    """
+    sign = "-" if number.startswith("-") else ""
     whole, dot, frac = number.lstrip("-+").partition(".")
     frac = frac.rstrip("0") or ("0" if dot else "")
-    return sign + _tn()((whole.lstrip("0") or "0") + ("." + frac if frac else ""))
+    plain = sign + (whole.lstrip("0") or "0") + ("." + frac if frac else "")
+    return _verbalize()(f'math {{ value: "{plain}" }}') or ("负" if sign else "") + digits(plain)
 
 
 def _liang(number: str) -> str:
@@ -290,6 +304,7 @@ _RULES: tuple[Rule, ...] = (
      lambda m: f"{digits(m[1])}到{digits(m[2])}"),
     (re.compile(rf"{_START}([0-9]{{4}})(?=[ \t]?年(?!级))"), _year),
     (re.compile(rf"{_WSTART}((?:1[0-9]|20)?[0-9]0)'?s(?![A-Za-z])"), lambda m: digits(m[1]) + "年代"),
+    (re.compile(rf"{_START}[0-9]0(?=后|年代)"), lambda m: digits(m[0])),
     # 3月2日 → 三月二日 (wetext: 三月两日)
     (re.compile(rf"{_START}(1[0-2]|0?[1-9])(?=月)"), lambda m: say(m[1])),
     (re.compile(r"(?<=月)(3[01]|[12][0-9]|0?[1-9])(?=[日号])"), lambda m: say(m[1])),
@@ -332,8 +347,12 @@ _RULES: tuple[Rule, ...] = (
     (re.compile(rf"{_START}([0-9]+)\.0+(?=[ \t]?(?:元|块|美元|欧元|英镑))"), lambda m: m[1]),
     (re.compile(rf"{_START}([0-9]+)\.([0-9]*[1-9])?0+(?![0-9])"), lambda m: f"{m[1]}.{m[2] or '0'}"),
     # 2次 → 两次, 约2小时 → 约两小时, 2点 → 两点 (wetext: 二次, 约二小时, 二点)
-    (re.compile(rf"(?<![0-9.第初A-Za-z-])2(?![0-9.])(?=[ \t]?(?:[到至][0-9.]+[ \t]?)?(?:{_MEASURES}))"),
+    (re.compile(rf"(?<![0-9第初A-Za-z])(?<![0-9][.-])2(?![0-9]|\.[0-9])(?=[ \t]?(?:[到至][0-9.]+[ \t]?)?(?:{_MEASURES}))"),
      lambda m: "两"),
+    # any other plain number: 110 → 一百一十, 10.5 → 十点五 (wetext alone: 幺幺零, 十月五日). Numbers next
+    # joined to another by - + * / : ^ are left to wetext (fractions, ratios, 5-3).
+    (re.compile(rf"(?<![A-Za-z0-9])(?<![0-9][.:/^*+-])(-?{_NUM})(?![0-9A-Za-z]|[./:^*+-][0-9])"),
+     lambda m: say(m[1])),
 )
 _OPERATORS = re.compile("[×÷=]")  # wetext reads a lone × only in some contexts
 
@@ -384,10 +403,10 @@ _LEAD = re.compile(rf"{_PREFIX}[-+−]?[0-9０-９]")  # the word before a numbe
 _PENDING = re.compile(rf"(?:{_PREFIX}[-+−]?|[-+−])\Z")
 _MARKUP = re.compile(
     r"```.*?(?:```|\Z)|`[^`\n]*(?:`|\Z)|!?\[[^\]\n]*(?:\](?:\([^)\n]*(?:\)|\Z))?|\Z)"  # code, links
-    r"|^[ \t]*(?:[-*+•·>]|\#{1,6}|[0-9]{1,3}[.)、])(?:[ \t]+|\Z)"  # a list, heading or quote marker
     r"|[-_*=~]{2,}",  # **, ~~, ---
-    re.S | re.M,
+    re.S,
 )
+_MARKER = re.compile(r"^[ \t]*((?:[-*+•·>]|#{1,6}|[0-9]{1,3}[.)、])(?:[ \t]+|\Z))", re.M)  # list, heading, quote
 
 
 def protected_spans(text: str) -> list[tuple[int, int]]:
@@ -406,7 +425,7 @@ def protected_spans(text: str) -> list[tuple[int, int]]:
     pending = _PENDING.search(text)
     if pending and pending.start() < len(text):
         spans.append((pending.start(), len(text)))
-    spans += [m.span() for m in _MARKUP.finditer(text)]
+    spans += [m.span() for m in _MARKUP.finditer(text)] + [m.span(1) for m in _MARKER.finditer(text)]
     merged: list[tuple[int, int]] = []
     for start, end in sorted(spans):
         if merged and start < merged[-1][1]:
