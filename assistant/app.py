@@ -21,6 +21,10 @@ log = structlog.get_logger("app")
 
 
 def load(backends: Backends) -> None:
+    """Load every model now (and the normalizer's FSTs), so the first reply pays for none of it."""
+    from assistant.text.normalize import preload
+
+    preload()
     for model in (backends.vad, backends.kws, backends.asr, backends.llm, backends.tts):
         if model is not None:
             model.load()

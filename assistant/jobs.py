@@ -26,8 +26,11 @@ from assistant.config import Config
 @contextmanager
 def loaded(*models: Any) -> Iterator[None]:
     """Load the models, and close them whatever happens."""
+    from assistant.text.normalize import preload
+
     done = []
     try:
+        preload()
         for m in models:
             m.load()
             done.append(m)

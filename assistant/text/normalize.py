@@ -1,9 +1,10 @@
 """Chinese text normalization for the ear: an LLM reply in, exactly the characters the TTS should say out.
 
-WeTextProcessing's runtime (PyPI ``wetext``, FSTs shipped in its wheel) reads numbers: cardinals,
-decimals, fractions, money, percentages, 年月日 dates, ratios and Chinese measure words, in about a
-millisecond. Rules here run *before* it and turn the expressions it gets wrong or leaves out into the
-characters a person says, so it never sees them:
+WeTextProcessing's runtime (PyPI ``wetext``, FSTs shipped in its wheel) does the reading: its number
+verbalizer says every number the rules below pass it, and its full normalizer reads what they leave
+(fractions, ratios, Chinese measure words), one expression at a time. The rules decide *how* a number
+is said in its context, where wetext guesses wrong or leaves letters, and write the characters a person
+says:
 
 - ISO dates get their weekday (2026-10-21 → 二零二六年十月二十一日 星期三); clock times get a day part
   and twelve-hour reading (22:05 → 晚上十点零五分, 08:30 → 早上八点半);
@@ -33,6 +34,7 @@ _DIGITS = "零一二三四五六七八九"
 _NUM = r"[0-9]+(?:\.[0-9]+)?"
 _SEP = r"[~～〜–—至到-]"
 _DAY_PARTS = "凌晨|早上|早晨|清晨|上午|中午|午后|下午|傍晚|晚上|夜里|夜间|半夜|午夜|深夜|今早|明早|今晚|明晚|昨晚|白天"
+_DURATION_WORDS = "用时|耗时|历时|时长|成绩"  # after them 2:03:45 is how long, not what time
 # Words after which a number is a code read digit by digit (拨打110 → 拨打一一零).
 _KEYWORDS = ("电话|手机|号码|拨打|致电|热线|呼叫|验证码|邮编|编号|单号|工号|学号|"
              "卡号|账号|帐号|密码|车次|房间号?|房号|门牌号?|分机")
@@ -101,7 +103,7 @@ def _verbalize() -> Callable[[str], str]:
 
 
 @lru_cache(maxsize=4096)
-def say(number: str) -> str:
+def _say(number: str) -> str:
     """A plain number (optional sign, digits, optional decimals) as read aloud: 3.50 → 三点五,
     -12 → 负十二, 2 → 二, 110 → 一百一十. Leading zeros of the whole part and trailing zeros of the
     decimals are dropped (one is kept: 2.0 → 二点零).
@@ -113,15 +115,15 @@ def say(number: str) -> str:
     whole, dot, frac = number.lstrip("-+").partition(".")
     frac = frac.rstrip("0") or ("0" if dot else "")
     plain = sign + (whole.lstrip("0") or "0") + ("." + frac if frac else "")
-    return _verbalize()(f'math {{ value: "{plain}" }}') or ("负" if sign else "") + digits(plain)
+    return _verbalize()(f'math {{ value: "{plain}" }}') or ("负" if sign else "") + _digits(plain)
 
 
 def _liang(number: str) -> str:
-    """A count before a measure word: 2 is 两, everything else as ``say``."""
-    return "两" if number.lstrip("+") == "2" else say(number)
+    """A count before a measure word: 2 is 两, everything else as ``_say``."""
+    return "两" if number.lstrip("+") == "2" else _say(number)
 
 
-def digits(text: str) -> str:
+def _digits(text: str) -> str:
     """Every digit of ``text`` on its own (1 is 一, as in the IP example), anything else dropped."""
     return "".join(_DIGITS[int(c)] for c in text if "0" <= c <= "9")
 
@@ -129,16 +131,16 @@ def digits(text: str) -> str:
 # -- rules, in the order they run -------------------------------------------------------------------
 def _dates(m: re.Match[str]) -> str:
     """2026-10-21 (or a range of two) → 二零二六年十月二十一日 星期三; no weekday when the text gives one."""
-    spoken = [_date(_DATE_PARTS.fullmatch(d)) for d in (m[1], m[3]) if d]
+    spoken = [_date(d) for d in (m[1], m[3]) if d]
     if _WEEKDAY_GIVEN.match(m.string, m.end()):
         spoken[-1] = (spoken[-1][0], "")
     return "到".join(date + weekday for date, weekday in spoken)
 
 
-def _date(parts: re.Match[str] | None) -> tuple[str, str]:
-    assert parts is not None
-    year, month, day = int(parts[1]), int(parts[2]), int(parts[3])
-    spoken = f"{digits(parts[1])}年{say(str(month))}月{say(str(day))}日"
+def _date(text: str) -> tuple[str, str]:
+    """One date as (reading, weekday)."""
+    year, month, day = (int(part) for part in re.split("[-/.]", text))
+    spoken = f"{_digits(str(year))}年{_say(str(month))}月{_say(str(day))}日"
     try:
         return spoken, f" 星期{'一二三四五六天'[dt.date(year, month, day).weekday()]}"
     except ValueError:  # 2026-02-30: still a date to the reader, with no weekday to give
@@ -146,8 +148,12 @@ def _date(parts: re.Match[str] | None) -> tuple[str, str]:
 
 
 def _clocks(m: re.Match[str]) -> str:
-    """22:05 → 晚上十点零五分, 9:00-11:00 → 上午九点到十一点: a day part unless the text gives one."""
-    given = re.search(f"(?:{_DAY_PARTS})[ \t]?$", m.string[max(0, m.start() - 3) : m.start()])
+    """22:05 → 晚上十点零五分, 9:00-11:00 → 上午九点到十一点: a day part unless the text gives one.
+    After 用时, 耗时… it is a duration: 用时2:03:45 → 用时两小时零三分四十五秒."""
+    before = m.string[max(0, m.start() - 3) : m.start()]
+    if not m[3] and re.search(f"(?:{_DURATION_WORDS})[ \t:：是为]?$", before):
+        return _duration(m[1])
+    given = re.search(f"(?:{_DAY_PARTS})[ \t]?$", before)
     first = _CLOCK_PARTS.fullmatch(m[1])
     second = _CLOCK_PARTS.fullmatch(m[3]) if m[3] else None
     if first is None or m[3] and second is None:
@@ -171,8 +177,15 @@ def _clock(m: re.Match[str]) -> tuple[str, str]:
     twelve = hour if hour in (0, 12) else 12 if hour == 24 else hour % 12
     spoken = f"{_liang(str(twelve))}点"
     if m[3]:
-        return _day_part(hour), f"{spoken}{_minutes(minute)}分{say(m[3])}秒"
+        return _day_part(hour), f"{spoken}{_minutes(minute)}分{_say(m[3])}秒"
     return _day_part(hour), spoken + ("半" if minute == 30 else f"{_minutes(minute)}分" if minute else "")
+
+
+def _duration(text: str) -> str:
+    """2:03:45 → 两小时三分四十五秒, 3:05 → 三分五秒 (two parts are minutes and seconds)."""
+    values = [int(v) for v in re.findall("[0-9]+", text)[:3]]
+    units = ("小时", "分", "秒")[3 - len(values) :]
+    return "".join(_liang(str(v)) + unit for v, unit in zip(values, units, strict=True) if v) or "零秒"
 
 
 def _day_part(hour: int) -> str:
@@ -184,28 +197,31 @@ def _day_part(hour: int) -> str:
 
 
 def _minutes(minute: int) -> str:
-    return ("零" if minute < 10 else "") + say(str(minute)) if minute else "零"
+    return ("零" if minute < 10 else "") + _say(str(minute)) if minute else "零"
 
 
 _WEEKDAY_GIVEN = re.compile(r"[ \t（(]*(?:星期|礼拜|周[一二三四五六日天1-7])")
-_DATE_PARTS = re.compile(r"((?:1[0-9]|20)[0-9]{2})[-/.](1[0-2]|0?[1-9])[-/.](3[01]|[12][0-9]|0?[1-9])")
 _CLOCK_PARTS = re.compile(r"([01]?[0-9]|2[0-3]|24(?=:00$)):([0-5][0-9])(?::([0-5][0-9]))?(?:[ \t]?([AaPp])\.?[Mm]\.?)?")
 
 
 def _year(m: re.Match[str]) -> str:
     """A four-digit number before 年: a calendar year is read digit by digit, 5000年 is a duration."""
-    return digits(m[1]) if 1200 <= int(m[1]) <= 2099 else say(m[1])
+    return _digits(m[1]) if 1200 <= int(m[1]) <= 2099 else _say(m[1])
 
 
 def _ip(m: re.Match[str]) -> str:
     """Each octet digit by digit, as people read an address out."""
-    spoken = "点".join(digits(octet) for octet in m[1].split("."))
-    return spoken + (f"冒号{digits(m[2])}" if m[2] else "")
+    spoken = "点".join(_digits(octet) for octet in m[1].split("."))
+    return spoken + (f"冒号{_digits(m[2])}" if m[2] else "")
 
 
 def _alnum(m: re.Match[str]) -> str:
     """Digits inside a model name or code: RK3576 → RK三五七六, A72 → A七十二, GPT-4 → GPT四."""
-    return _NUMBER_IN_WORD.sub(lambda n: _read_code(n[1]), m[0]) if re.search("[0-9]", m[0]) else m[0]
+    if not re.search("[0-9]", m[0]):
+        return m[0]
+    # GPT-4 → GPT四, but Qwen2.5-7B → Qwen二点五 七B: a hyphen between two numbers stays a gap
+    return _NUMBER_IN_WORD.sub(lambda n: (" " if n[0][0] == "-" and n.string[n.start() - 1].isdigit() else "")
+                               + _read_code(n[1]), m[0])
 
 
 _NUMBER_IN_WORD = re.compile(r"-?([0-9]+(?:\.[0-9]+)*)")
@@ -213,10 +229,10 @@ _NUMBER_IN_WORD = re.compile(r"-?([0-9]+(?:\.[0-9]+)*)")
 
 def _read_code(number: str) -> str:
     if number.count(".") >= 2:
-        return "点".join(say(part) for part in number.split("."))
+        return "点".join(_say(part) for part in number.split("."))
     if "." in number or len(number) < 3:
-        return say(number)
-    return digits(number)
+        return _say(number)
+    return _digits(number)
 
 
 def _arithmetic(m: re.Match[str]) -> str:
@@ -240,8 +256,8 @@ _TRUE_OPS = {"+", "×", "*", "÷", "^", "<", ">", "≤", "≥", "≈", "≠"}  #
 
 def _operand(operand: str) -> str:
     if operand.endswith("%"):
-        return ("负" if operand.startswith("-") else "") + "百分之" + say(operand.strip("-%"))
-    return operand if operand.isalpha() else say(operand)
+        return ("负" if operand.startswith("-") else "") + "百分之" + _say(operand.strip("-%"))
+    return operand if operand.isalpha() else _say(operand)
 
 
 def _currency(m: re.Match[str]) -> str:
@@ -274,7 +290,7 @@ def _temperature(value: str) -> str:
 
 def _percent(value: str, word: str) -> str:
     sign = {"-": "负", "+": "正"}.get(value[0], "")
-    return sign + word + say(value.lstrip("+-"))
+    return sign + word + _say(value.lstrip("+-"))
 
 
 def _range(m: re.Match[str]) -> str:
@@ -298,37 +314,37 @@ _RULES: tuple[Rule, ...] = (
     (re.compile(rf"{_START}({_DATE})[ \t]*(?:({_SEP})[ \t]*({_DATE}))?(?![0-9]|\.[0-9])"), _dates),
     # 2024-01 → 二零二四年一月
     (re.compile(rf"{_START}({_YEAR})[-/](0[1-9]|1[0-2])(?![0-9]|[-/][0-9])"),
-     lambda m: f"{digits(m[1])}年{say(m[2])}月"),
+     lambda m: f"{_digits(m[1])}年{_say(m[2])}月"),
     # 2024-2025年 → 二零二四到二零二五年; 2026年 → 二零二六年 but 5000年 → 五千年; 1980s → 一九八零年代
     (re.compile(rf"{_START}({_YEAR})[ \t]*{_SEP}[ \t]*({_YEAR})(?=[ \t]?(?:年|赛季|学年|财年))"),
-     lambda m: f"{digits(m[1])}到{digits(m[2])}"),
+     lambda m: f"{_digits(m[1])}到{_digits(m[2])}"),
     (re.compile(rf"{_START}([0-9]{{4}})(?=[ \t]?年(?!级))"), _year),
-    (re.compile(rf"{_WSTART}((?:1[0-9]|20)?[0-9]0)'?s(?![A-Za-z])"), lambda m: digits(m[1]) + "年代"),
-    (re.compile(rf"{_START}[0-9]0(?=后|年代)"), lambda m: digits(m[0])),
+    (re.compile(rf"{_WSTART}((?:1[0-9]|20)?[0-9]0)'?s(?![A-Za-z])"), lambda m: _digits(m[1]) + "年代"),
+    (re.compile(rf"{_START}[0-9]0(?=后|年代)"), lambda m: _digits(m[0])),
     # 3月2日 → 三月二日 (wetext: 三月两日)
-    (re.compile(rf"{_START}(1[0-2]|0?[1-9])(?=月)"), lambda m: say(m[1])),
-    (re.compile(r"(?<=月)(3[01]|[12][0-9]|0?[1-9])(?=[日号])"), lambda m: say(m[1])),
+    (re.compile(rf"{_START}(1[0-2]|0?[1-9])(?=月)"), lambda m: _say(m[1])),
+    (re.compile(r"(?<=月)(3[01]|[12][0-9]|0?[1-9])(?=[日号])"), lambda m: _say(m[1])),
     # 22:05 → 晚上十点零五分, 08:30 → 早上八点半, 10:30am, 9:00-21:00 → 上午九点到晚上九点
     (re.compile(rf"{_START}({_TIME})(?:[ \t]*({_SEP})[ \t]*({_TIME}))?(?![0-9]|:[0-9])"), _clocks),
     # 192.168.0.103(:8080) → 一九二点一六八点零点一零三; 10.15.7 → 十点十五点七
     (re.compile(rf"{_START}({_OCTET}(?:\.{_OCTET}){{3}})(?::([0-9]{{1,5}}))?(?![0-9]|\.[0-9])"), _ip),
     (re.compile(rf"{_START}[0-9]+(?:\.[0-9]+){{2,}}(?![0-9]|\.[0-9])"),
-     lambda m: "点".join(say(p) for p in m[0].split("."))),
+     lambda m: "点".join(_say(p) for p in m[0].split("."))),
     # phone numbers (mobile, landline, 400/800), codes after a keyword, rooms, 0755, 11+ digits: digit by digit
     (re.compile(r"(?<![0-9])(\+?86[- ]?)?1[3-9][0-9][- ]?[0-9]{4}[- ]?[0-9]{4}(?![0-9])"),
-     lambda m: ("加八六" if m[1] else "") + digits(m[0][len(m[1] or "") :])),
-    (re.compile(r"(?<![0-9])(?:\(0[0-9]{2,3}\)|0[0-9]{2,3})[- ]?[0-9]{7,8}(?![0-9])"), lambda m: digits(m[0])),
-    (re.compile(r"(?<![0-9])[48]00[- ]?[0-9]{3}[- ]?[0-9]{4}(?![0-9])"), lambda m: digits(m[0])),
+     lambda m: ("加八六" if m[1] else "") + _digits(m[0][len(m[1] or "") :])),
+    (re.compile(r"(?<![0-9])(?:\(0[0-9]{2,3}\)|0[0-9]{2,3})[- ]?[0-9]{7,8}(?![0-9])"), lambda m: _digits(m[0])),
+    (re.compile(r"(?<![0-9])[48]00[- ]?[0-9]{3}[- ]?[0-9]{4}(?![0-9])"), lambda m: _digits(m[0])),
     (re.compile(rf"({_KEYWORDS})([ \t:：是为号码]{{0,3}})([0-9]{{2,}}(?:[- ][0-9]{{2,}})*)(?![0-9]|\.[0-9])"),
-     lambda m: m[1] + m[2] + digits(m[3])),
+     lambda m: m[1] + m[2] + _digits(m[3])),
     (re.compile(rf"{_START}[0-9]{{3,4}}(?=[ \t]?(?:房间|号房|室(?![内外友])|房(?![子价租东产屋源型贷])))"),
-     lambda m: digits(m[0])),
-    (re.compile(rf"{_START}(?:0[0-9]+|[0-9]{{11,}})(?![0-9]|\.[0-9])"), lambda m: digits(m[0])),
+     lambda m: _digits(m[0])),
+    (re.compile(rf"{_START}(?:0[0-9]+|[0-9]{{11,}})(?![0-9]|\.[0-9])"), lambda m: _digits(m[0])),
     # digits inside English words: RK3576, GPT-4, Qwen2.5
     (re.compile(r"(?<![A-Za-z0-9])[A-Za-z][A-Za-z0-9]*(?:[-.][A-Za-z0-9]+)*"), _alnum),
     # 第2名 → 第二名 (wetext: 第两名)
     (re.compile(rf"第[ \t]?([0-9]+)(?:[ \t]*{_SEP}[ \t]*([0-9]+))?(?![0-9]|\.[0-9])"),
-     lambda m: f"第{say(m[1])}" + (f"到{say(m[2])}" if m[2] else "")),
+     lambda m: f"第{_say(m[1])}" + (f"到{_say(m[2])}" if m[2] else "")),
     # 12×8=96 → 十二乘以八等于九十六
     (re.compile(rf"{_WSTART}{_OPERAND}(?:[ \t]*[-+×*÷/=^<>≤≥≈≠][ \t]*{_OPERAND})+"), _arithmetic),
     # ¥2 → 两元, $5万 → 五万美元
@@ -347,48 +363,52 @@ _RULES: tuple[Rule, ...] = (
     (re.compile(rf"{_START}([0-9]+)\.0+(?=[ \t]?(?:元|块|美元|欧元|英镑))"), lambda m: m[1]),
     (re.compile(rf"{_START}([0-9]+)\.([0-9]*[1-9])?0+(?![0-9])"), lambda m: f"{m[1]}.{m[2] or '0'}"),
     # 2次 → 两次, 约2小时 → 约两小时, 2点 → 两点 (wetext: 二次, 约二小时, 二点)
-    (re.compile(rf"(?<![0-9第初A-Za-z])(?<![0-9][.-])2(?![0-9]|\.[0-9])(?=[ \t]?(?:[到至][0-9.]+[ \t]?)?(?:{_MEASURES}))"),
-     lambda m: "两"),
-    # any other plain number: 110 → 一百一十, 10.5 → 十点五 (wetext alone: 幺幺零, 十月五日). Numbers next
+    (re.compile(rf"(?<![0-9第初A-Za-z])(?<![0-9][.-])2(?![0-9]|\.[0-9])"
+                rf"(?=[ \t]?(?:[到至][0-9.]+[ \t]?)?(?:{_MEASURES}))"), lambda m: "两"),
+    # any other plain number: 110 → 一百一十, 10.5 → 十点五 (wetext alone: 幺幺零, 十月五日). Numbers
     # joined to another by - + * / : ^ are left to wetext (fractions, ratios, 5-3).
     (re.compile(rf"(?<![A-Za-z0-9])(?<![0-9][.:/^*+-])(-?{_NUM})(?![0-9A-Za-z]|[./:^*+-][0-9])"),
-     lambda m: say(m[1])),
+     lambda m: _say(m[1])),
 )
 _OPERATORS = re.compile("[×÷=]")  # wetext reads a lone × only in some contexts
+_FULL_WIDTH_SEPARATOR = re.compile("(?<=[0-9])[：．](?=[0-9])")  # 10：30, 3．5
+_DIGIT = re.compile("[0-9]")
+_DIGIT_RUN = re.compile("[0-9]+")
 
 
 def normalize(text: str) -> str:
     """``text`` as the TTS should say it, one output line per input line (pure; no state between calls).
 
-    Markdown, code and emoji are stripped, then each line goes through the rules above and wetext.
-    A line without digits costs a few microseconds; one with numbers about 1–3 ms (plus 0.5 s once,
-    the first time, to load the FSTs; call ``preload`` at start-up to move that out of a reply).
+    Markdown, code and emoji are stripped, then each line goes through the rules above and what is
+    left goes to wetext, one number expression at a time. Measured on the dev box (x86_64, Python
+    3.11): a streamed clause takes 0.05 ms (0.2 ms with readings not yet cached), a whole eight-clause
+    reply 0.25 ms (1.2 ms), a line without digits 20 µs. The first call also loads the FSTs (0.45 s,
+    50 MB); call ``preload`` at start-up to keep that out of the first reply.
     """
     return "\n".join(_normalize_line(line) for line in strip_markup(text))
 
 
 def _normalize_line(line: str) -> str:
-    body = line.translate(_FULL_WIDTH)
-    body = re.sub(r"(?<=[0-9])[：．](?=[0-9])", lambda m: ":" if m[0] == "：" else ".", body)
-    if re.search("[0-9]", body):
+    body = _FULL_WIDTH_SEPARATOR.sub(lambda m: ":" if m[0] == "：" else ".", line.translate(_FULL_WIDTH))
+    if _DIGIT.search(body):
         for pattern, spoken in _RULES:
             body = pattern.sub(spoken, body)
     body = _OPERATORS.sub(lambda m: _ARITH_WORDS[m[0]], body)
-    if re.search("[0-9]", body):
-        body = _TOKEN.sub(lambda m: _wetext_token(m[0]) if re.search("[0-9]", m[0]) else m[0], body)
-    return re.sub("[0-9]+", lambda m: digits(m[0]), body)  # whatever wetext left: digit by digit
+    if _DIGIT.search(body):
+        body = _TOKEN.sub(lambda m: _wetext_token(m[0]) if _DIGIT.search(m[0]) else m[0], body)
+    return _DIGIT_RUN.sub(lambda m: _digits(m[0]), body)  # whatever wetext left: digit by digit
 
 
 @lru_cache(maxsize=4096)
 def _wetext_token(token: str) -> str:
-    """wetext on one number expression (3/4杯, 1:2, 2026年, 35.5度), never on the whole line: what it
-    says then depends only on the expression, so a chunk cut between expressions reads the same."""
+    """wetext on one number expression the rules left (3/4杯, 1:2, 5-3), never on the whole line: what
+    it says then depends only on the expression, so a chunk cut between expressions reads the same."""
     said = _tn()(token).replace("第两", "第二").replace("两分之", "二分之")  # its 两 where 二 is said
     return said.replace("幺", "一")  # one reading of 1 in digit strings, as everywhere else here
 
 
 # -- spans a chunker must not cut ------------------------------------------------------------------
-_PREFIX = rf"(?:(?:第|零下|[¥￥$€£]|{_DAY_PARTS}|(?:{_KEYWORDS})[:：是为号码]{{0,3}})[ \t]?)"
+_PREFIX = rf"(?:(?:第|零下|[¥￥$€£]|{_DAY_PARTS}|(?:{_KEYWORDS}|{_DURATION_WORDS})[:：是为号码]{{0,3}})[ \t]?)"
 _ATOM = "[0-9A-Za-z０-９Ａ-Ｚａ-ｚ]+"
 _GLUE = (r"(?:(?<=[0-9０-９])(?:[,:：．]|[ \t](?=[0-9０-９A-Za-z])|[年月](?=[0-9０-９]))"  # 1,299  10:30  5 GB  3月2
          r"|[.'’_]|[ \t]*[-~～〜–—/×*+÷=^<>≤≥≈≠][ \t]*|[至到])")  # 3.5  don't  3 × 4  3到5
