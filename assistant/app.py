@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
 from collections.abc import Sequence
 from contextlib import suppress
+from pathlib import Path
 
 import structlog
 
 from assistant.audio.alsa import AlsaSink, AlsaSource
-from assistant.audio.protocols import AudioSink, AudioSource
+from assistant.audio.protocols import AudioDeviceError, AudioSink, AudioSource
+from assistant.audio.recorder import SessionRecorder
 from assistant.clock import SampleClock
 from assistant.config import Config
-from assistant.events import EventBus, Subscriber
+from assistant.events import EventBus, JsonlRecorder, Subscriber
 from assistant.phrase_cache import PhraseCache
 from states.session import Backends, Session
 
@@ -47,16 +50,42 @@ def open_devices(cfg: Config, clock: SampleClock) -> tuple[AlsaSource, AlsaSink]
     return source, sink
 
 
+def recorder(folder: Path, sample_rate: int) -> SessionRecorder:
+    """A new session folder under ``folder`` (named by the local start time) for ``run --record``."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = folder / f"session-{stamp}"
+    n = 1
+    while path.exists():
+        n += 1
+        path = folder / f"session-{stamp}-{n}"
+    try:
+        return SessionRecorder(path, sample_rate)
+    except OSError as exc:
+        raise AudioDeviceError(f"cannot record into {path}: {exc.strerror or exc}") from None
+
+
 async def run_live(cfg: Config, clock: SampleClock, source: AudioSource, sink: AudioSink, backends: Backends,
-                   subscribers: Sequence[Subscriber] = (), phrase_cache: PhraseCache | None = None) -> None:
-    """Hold conversations on the given devices until the source ends (Ctrl-C or SIGTERM close it)."""
+                   subscribers: Sequence[Subscriber] = (), phrase_cache: PhraseCache | None = None,
+                   recorder: SessionRecorder | None = None) -> None:
+    """Hold conversations on the given devices until the source ends (Ctrl-C or SIGTERM close it).
+
+    With a ``recorder`` the microphone, the playback and the events are saved as they happen.
+    """
     bus = EventBus(clock)
     for fn in subscribers:
         bus.subscribe(fn)
-    session = Session(cfg, clock, bus, source, sink, backends, phrase_cache)
+    events = None
+    if recorder is not None:
+        events = JsonlRecorder(recorder.folder / "events.jsonl")
+        bus.subscribe(events)
+    session = Session(cfg, clock, bus, source, sink, backends, phrase_cache, tap=recorder)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, source.close)
     log.info("ready", wake=cfg.wake.mode, keywords=list(cfg.wake.keywords))
-    await session.run()
+    try:
+        await session.run()
+    finally:
+        if events is not None:
+            events.close()

@@ -6,7 +6,7 @@ Backend modules are imported here, when chosen, so a command never loads a runti
 
 from __future__ import annotations
 
-from assistant.config import Config
+from assistant.config import Config, ConfigError
 from assistant.phrase_cache import PhraseCache, default_folder, tts_key
 from models.assets import Assets
 from models.protocols import Asr, Kws, Llm, Tts, Vad
@@ -20,15 +20,35 @@ def assets_for(cfg: Config) -> Assets:
 def vad(cfg: Config, assets: Assets) -> Vad:
     from models.sherpa_vad import SherpaSileroVad, silero_model_path
 
-    return SherpaSileroVad(silero_model_path(assets), threshold=cfg.vad.threshold)
+    if cfg.models.vad == "sherpa-silero":
+        return SherpaSileroVad(silero_model_path(assets), threshold=cfg.vad.threshold)
+    from models.silero_vad import SileroVad
+
+    return SileroVad(silero_model_path(assets))
 
 
-def kws(cfg: Config, assets: Assets) -> Kws:
+def kws_words(cfg: Config) -> list[str]:
+    """What the keyword spotter listens for: the wake words, and the stop words if barge-in is on."""
+    words = list(cfg.wake.keywords) if cfg.wake.mode == "keyword" else []
+    if cfg.barge_in.enabled:
+        words += [w for w in cfg.barge_in.stop_words if w not in words]
+    for key, table in (("kws.thresholds", cfg.kws.thresholds), ("kws.boosts", cfg.kws.boosts)):
+        for word in table:
+            if word not in words:
+                raise ConfigError(f"{key}: {word!r} is neither a wake word nor a stop word")
+    return words
+
+
+def kws(cfg: Config, assets: Assets) -> Kws | None:
+    """The keyword spotter, or None when there is no word to spot."""
     from models.sherpa_kws import MODEL, Keyword, SherpaKws
 
-    folder = assets.folder(MODEL)
-    keywords = [Keyword(k, cfg.kws.boost, cfg.kws.threshold) for k in cfg.wake.keywords]
-    return SherpaKws(folder, keywords, threads=cfg.kws.threads)
+    words = kws_words(cfg)
+    if not words:
+        return None
+    keywords = [Keyword(w, cfg.kws.boosts.get(w, cfg.kws.boost), cfg.kws.thresholds.get(w, cfg.kws.threshold))
+                for w in words]
+    return SherpaKws(assets.folder(MODEL), keywords, threads=cfg.kws.threads)
 
 
 def asr(cfg: Config, assets: Assets) -> Asr:
@@ -80,5 +100,4 @@ def phrase_cache(cfg: Config, assets: Assets) -> PhraseCache | None:
 def conversation(cfg: Config) -> Backends:
     """Everything a conversation needs (the KWS only when waiting for a wake word)."""
     a = assets_for(cfg)
-    return Backends(vad=vad(cfg, a), asr=asr(cfg, a), llm=llm(cfg, a), tts=tts(cfg, a),
-                    kws=kws(cfg, a) if cfg.wake.mode == "keyword" else None)
+    return Backends(vad=vad(cfg, a), asr=asr(cfg, a), llm=llm(cfg, a), tts=tts(cfg, a), kws=kws(cfg, a))

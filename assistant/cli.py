@@ -32,9 +32,12 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="assistant", parents=[common],
                                      description="Tingshuo (听说): offline hands-free Mandarin voice assistant")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("run", parents=[common], help="hold conversations on the sound card")
+    run = sub.add_parser("run", parents=[common], help="hold conversations on the sound card")
+    run.add_argument("--record", type=Path, default=None, metavar="DIR",
+                     help="save the microphone, the playback and the events of this session under DIR")
     rp = sub.add_parser("replay", parents=[common], help="run a recorded session through the assistant")
-    rp.add_argument("session", type=Path, help="the microphone recording (any wav)")
+    rp.add_argument("session", type=Path,
+                    help="the microphone recording (any wav), or a folder saved by `assistant run --record`")
     rp.add_argument("--out", type=Path, required=True, help="folder for played.wav, events.jsonl, summary.json")
     rp.add_argument("--echo", default=None, metavar="GAIN:DELAY_MS",
                     help="the mic also hears GAIN x the played audio, DELAY_MS later")
@@ -95,31 +98,42 @@ def main(argv: Sequence[str] | None = None) -> int:
 def cmd_run(cfg: Config, args: argparse.Namespace) -> int:
     clock = SampleClock(cfg.audio.sample_rate, realtime=True)
     source, sink = app.open_devices(cfg, clock)  # before the models load: a missing card is found at once
+    recorder = None
     try:
         models = backends.conversation(cfg)
         app.load(models)
+        if args.record is not None:
+            recorder = app.recorder(args.record, cfg.audio.sample_rate)
         try:
             cache = backends.phrase_cache(cfg, backends.assets_for(cfg))
-            asyncio.run(app.run_live(cfg, clock, source, sink, models, phrase_cache=cache))
+            asyncio.run(app.run_live(cfg, clock, source, sink, models, phrase_cache=cache, recorder=recorder))
         finally:
             app.close(models)
     finally:
         source.close()
         sink.close()
+        if recorder is not None:
+            recorder.close()
+            print(f"recorded this session in {recorder.folder} (replay it with: assistant replay {recorder.folder} "
+                  f"--out OUT)")
     return 0
 
 
 def cmd_replay(cfg: Config, args: argparse.Namespace) -> int:
     from assistant.replay import Echo, replay
 
-    recording = read_wav(args.session, cfg.audio.sample_rate)  # before anything is written
+    mic, played = _session_files(args.session)
+    recording = read_wav(mic, cfg.audio.sample_rate)  # before anything is written
+    reference = read_wav(played, cfg.audio.sample_rate) if played is not None else None
+    if reference is not None and args.echo:
+        raise ConfigError(f"{args.session} is a recorded room session: it has its echo already; drop --echo")
     echo = Echo.parse(args.echo) if args.echo else Echo()
     models = backends.conversation(cfg)
     app.load(models)
     try:
         cache = backends.phrase_cache(cfg, backends.assets_for(cfg))
         summary = asyncio.run(replay(cfg, recording, args.out, models, echo=echo, realtime=args.realtime,
-                                     phrase_cache=cache))
+                                     phrase_cache=cache, reference=reference))
     finally:
         app.close(models)
     if args.plot:
@@ -129,6 +143,16 @@ def cmd_replay(cfg: Config, args: argparse.Namespace) -> int:
               f"(end of speech -> first audio {turn['end_of_speech_to_first_audio_s']} s)")
     print(f"wrote {args.out}/played.wav, events.jsonl, summary.json")
     return 0
+
+
+def _session_files(session: Path) -> tuple[Path, Path | None]:
+    """(microphone wav, recorded playback or None) for a wav or a folder from ``run --record``."""
+    if not session.is_dir():
+        return session, None
+    mic, played = session / "mic.wav", session / "played.wav"
+    if not mic.is_file():
+        raise ConfigError(f"{session} is a folder without mic.wav: not a session saved by `assistant run --record`")
+    return mic, played if played.is_file() else None
 
 
 def _plot_replay(out: Path) -> None:

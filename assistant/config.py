@@ -20,8 +20,10 @@ class ConfigError(ValueError):
 
 
 def _opt(default: Any, doc: str, *, lo: float | None = None, hi: float | None = None,
-         choices: tuple[str, ...] | None = None) -> Any:
-    meta = {"doc": doc, "lo": lo, "hi": hi, "choices": choices}
+         choices: tuple[str, ...] | None = None, allow_empty: bool = False) -> Any:
+    meta = {"doc": doc, "lo": lo, "hi": hi, "choices": choices, "allow_empty": allow_empty, "default": default}
+    if isinstance(default, dict):
+        return field(default_factory=lambda: dict(default), metadata=meta)
     return field(default=default, metadata=meta)
 
 
@@ -48,6 +50,15 @@ class VadConfig:
     endpoint_silence_ms: int = _opt(300, "Silence after speech that ends the utterance.", lo=100, hi=3000)
     preroll_ms: int = _opt(300, "Audio kept before the detected onset (the VAD fires after speech began).",
                            lo=0, hi=2000)
+    short_utterance_ms: int = _opt(1000, "Speech shorter than this ends after short_endpoint_silence_ms.",
+                                   lo=0, hi=10000)
+    short_endpoint_silence_ms: int = _opt(250, "Endpoint silence after a short utterance.", lo=100, hi=3000)
+    long_utterance_ms: int = _opt(5000, "Speech longer than this ends after long_endpoint_silence_ms.",
+                                  lo=0, hi=60000)
+    long_endpoint_silence_ms: int = _opt(450, "Endpoint silence after a long utterance.", lo=100, hi=3000)
+    speculative_silence_ms: int = _opt(150, "Silence after which the ASR starts on the speech so far (0: off).",
+                                       lo=0, hi=3000)
+    noise_guard: bool = _opt(True, "Refuse an onset that is a sudden rise of flat-spectrum noise (door, fan, hiss).")
 
 
 @dataclass(frozen=True)
@@ -55,6 +66,7 @@ class WakeConfig:
     mode: str = _opt("keyword", "'keyword': wait for a wake word; 'always': every utterance is a request.",
                      choices=("keyword", "always"))
     keywords: tuple[str, ...] = _opt(("小智小智",), "Wake words, written in Chinese characters.")
+    earcon: bool = _opt(True, "Play a short chime (under 100 ms) when the wake word is heard.")
 
 
 @dataclass(frozen=True)
@@ -86,9 +98,26 @@ class SpeakingConfig:
 @dataclass(frozen=True)
 class BargeInConfig:
     enabled: bool = _opt(True, "Let the user interrupt a reply by speaking.")
-    min_speech_ms: int = _opt(250, "Speech needed (outside the echo window) to interrupt.", lo=32, hi=3000)
+    by_speech: bool = _opt(True, "Any speech interrupts; false: only the stop and wake words do (no echo canceller).")
+    threshold: float = _opt(0.6, "Speech probability a window needs to count towards a barge-in.", lo=0.05, hi=0.99)
+    min_speech_ms: int = _opt(200, "Speech needed (outside the echo window) to interrupt.", lo=32, hi=3000)
+    stop_words: tuple[str, ...] = _opt(("停", "别说了", "闭嘴"), "Words that stop a reply (Chinese characters).",
+                                       allow_empty=True)
     stop_timeout_ms: int = _opt(200, "Longest wait for playback to stop after an interruption.",
                                 lo=10, hi=5000)
+
+
+@dataclass(frozen=True)
+class EchoConfig:
+    cancel: bool = _opt(True, "Acoustic echo cancellation (WebRTC AEC3) fed with exactly what was played.")
+    noise_suppression: bool = _opt(False, "WebRTC noise suppression on the microphone (after echo cancellation).")
+    gain_control: bool = _opt(False, "WebRTC automatic gain control (after noise suppression, never before).")
+    transcript_filter: bool = _opt(True, "Drop an utterance whose transcript matches what the assistant says or said.")
+    transcript_similarity: float = _opt(0.7, "Pinyin similarity at which a transcript counts as the assistant's own.",
+                                        lo=0.3, hi=1.0)
+    transcript_window_s: float = _opt(2.0, "Utterances starting this long after playback ends are still checked.",
+                                      lo=0, hi=30)
+    own_words: bool = _opt(True, "Ignore a wake or stop word heard while the reply itself contains it.")
 
 
 @dataclass(frozen=True)
@@ -101,8 +130,9 @@ class DialogConfig:
 class ModelsConfig:
     dirs: tuple[str, ...] = _opt(("models", "~/.local/share/tingshuo/models"),
                                  "Folders searched, in order, for model files, as <folder>/<model>/<file> "
-                                 "(relative to the config file).")
-    vad: str = _opt("sherpa-silero", "VAD backend.", choices=("sherpa-silero",))
+                                 "(relative to the config file).", allow_empty=True)
+    vad: str = _opt("silero", "VAD backend: silero probabilities via onnxruntime, or sherpa-onnx's yes/no.",
+                    choices=("silero", "sherpa-silero"))
     kws: str = _opt("sherpa-zipformer", "Wake-word backend.", choices=("sherpa-zipformer",))
     asr: str = _opt("whisper", "Speech-recognition backend.", choices=("whisper",))
     llm: str = _opt("llama", "Language-model backend: local llama.cpp, or an OpenAI-compatible server.",
@@ -116,6 +146,9 @@ class KwsConfig:
     boost: float = _opt(1.0, "Score boost of the wake words' decoding paths (higher fires more often).",
                         lo=0.1, hi=10.0)
     threads: int = _opt(1, "CPU threads for the keyword spotter.", lo=1, hi=8)
+    thresholds: dict[str, float] = _opt({}, "Per-word trigger thresholds overriding kws.threshold, "
+                                        "e.g. {\"停\" = 0.4}.", lo=0.01, hi=0.99)
+    boosts: dict[str, float] = _opt({}, "Per-word boosts overriding kws.boost.", lo=0.1, hi=10.0)
 
 
 @dataclass(frozen=True)
@@ -179,6 +212,7 @@ class Config:
     thinking: ThinkingConfig = field(default_factory=ThinkingConfig)
     speaking: SpeakingConfig = field(default_factory=SpeakingConfig)
     barge_in: BargeInConfig = field(default_factory=BargeInConfig)
+    echo: EchoConfig = field(default_factory=EchoConfig)
     dialog: DialogConfig = field(default_factory=DialogConfig)
     models: ModelsConfig = field(default_factory=ModelsConfig)
     kws: KwsConfig = field(default_factory=KwsConfig)
@@ -284,7 +318,13 @@ def _check(key: str, hint: Any, value: Any, meta: typing.Mapping[str, Any]) -> A
     if typing.get_origin(hint) is tuple:
         if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
             raise ConfigError(f"{key}: expected a list of non-empty strings, got {value!r}")
+        if not value and not meta.get("allow_empty"):
+            raise ConfigError(f"{key}: must not be empty")
         return tuple(value)
+    if typing.get_origin(hint) is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key}: expected a table such as {{\"停\" = 0.4}}, got {value!r}")
+        return {str(k): _check(f"{key}.{k}", float, v, meta) for k, v in value.items()}
     raise ConfigError(f"{key}: unsupported setting")  # pragma: no cover - a programming error
 
 
@@ -300,7 +340,7 @@ def describe() -> list[tuple[str, Any, str]]:
             if dataclasses.is_dataclass(hints[f.name]):
                 walk(typing.cast(type[Any], hints[f.name]), prefix + f.name + ".")
                 continue
-            rows.append((prefix + f.name, f.default, f.metadata["doc"]))
+            rows.append((prefix + f.name, f.metadata["default"], f.metadata["doc"]))
 
     walk(Config, "")
     return rows

@@ -115,6 +115,40 @@ class BargeIn(Event):
 
 
 @dataclass(frozen=True)
+class EchoIgnored(Event):
+    """A layer of the echo defence acted: what the assistant heard of itself was not taken as the user.
+
+    ``layer`` is ``echo_window`` (speech muted right after playback started), ``transcript`` (an
+    utterance matching the assistant's own words) or ``own_words`` (a wake or stop word that is in
+    the reply being spoken).
+    """
+
+    type: ClassVar[str] = "echo_ignored"
+    layer: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class EchoCancelled(Event):
+    """The echo canceller's account of a session, published when the session ends."""
+
+    type: ClassVar[str] = "echo_cancelled"
+    chunks: int
+    echo_chunks: int
+    acted_chunks: int
+    erle_db: float | None
+
+
+@dataclass(frozen=True)
+class NoiseRejected(Event):
+    """A speech onset refused as noise: a sudden energy rise with a flat spectrum."""
+
+    type: ClassVar[str] = "noise_rejected"
+    flatness: float
+    rise_db: float
+
+
+@dataclass(frozen=True)
 class Error(Event):
     type: ClassVar[str] = "error"
     stage: str

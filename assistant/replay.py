@@ -52,13 +52,17 @@ class Echo:
 async def replay(cfg: Config, recording: Samples, out_dir: Path, backends: Backends, *,
                  echo: Echo | None = None, realtime: bool = False,
                  subscribers: Sequence[Subscriber] = (), clock: SampleClock | None = None,
-                 phrase_cache: PhraseCache | None = None) -> dict[str, Any]:
-    """Run ``recording`` through a session; write played.wav, events.jsonl and summary.json."""
+                 phrase_cache: PhraseCache | None = None, reference: Samples | None = None) -> dict[str, Any]:
+    """Run ``recording`` through a session; write played.wav, events.jsonl and summary.json.
+
+    ``reference`` is the playback recorded with a room session (``assistant run --record``): the
+    echo canceller is fed with it, since the recording holds the echo of that playback.
+    """
     rate = cfg.audio.sample_rate
     clock = clock or SampleClock(rate, realtime=realtime)
     echo = echo or Echo()
     device = ReplayDevice(recording, clock, cfg.audio.chunk_samples, echo_gain=echo.gain,
-                          echo_delay_ms=echo.delay_ms, realtime=realtime)
+                          echo_delay_ms=echo.delay_ms, realtime=realtime, recorded_reference=reference)
     bus = EventBus(clock)
     session = Session(cfg, clock, bus, device, device.speaker, backends, phrase_cache)  # refuses a bad set-up first
     out_dir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - before the session: nothing waits yet

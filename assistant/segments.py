@@ -5,25 +5,23 @@ from __future__ import annotations
 from assistant.audio.protocols import Samples
 from assistant.config import Config
 from models.protocols import Vad
-from states.listening import Endpointer
+from states.endpointer import Endpointer
 from states.state import VadWindow
 
 
 async def find_utterances(cfg: Config, vad: Vad, audio: Samples) -> list[tuple[int, int, str]]:
     """(start, end, why it ended) in samples, for each utterance, with the live settings."""
-    rate, chunk = cfg.audio.sample_rate, cfg.audio.chunk_samples
+    chunk = cfg.audio.chunk_samples
 
     def endpointer() -> Endpointer:
-        return Endpointer(window=vad.window_samples, min_speech=cfg.vad.min_speech_ms * rate // 1000,
-                          endpoint_silence=cfg.vad.endpoint_silence_ms * rate // 1000,
-                          max_utterance=int(cfg.listening.max_utterance_s * rate))
+        return Endpointer.from_config(cfg, vad.window_samples)
 
     found: list[tuple[int, int, str]] = []
     current, windows = endpointer(), 0
     for i in range(0, len(audio), chunk):
-        for speech in await vad.accept(audio[i:i + chunk]):
+        for prob in await vad.accept(audio[i:i + chunk]):
             windows += 1
-            _, utterance = current.feed([VadWindow(windows * vad.window_samples, speech)])
+            _, utterance = current.feed([VadWindow(windows * vad.window_samples, prob)])
             if utterance is not None:
                 found.append((utterance.start, utterance.end - utterance.trailing_silence, utterance.reason))
                 current = endpointer()

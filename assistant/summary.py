@@ -6,6 +6,11 @@ duration (per chunk and per turn); the inter-chunk gap is how long the sink ran 
 arrived (each such gap is an underrun); end of speech -> first audio is the whole chain, from the
 endpoint decision to the first sample handed to the sink; the LLM's time to first token is counted
 from the transcript.
+
+``echo_defence`` counts how often each layer of the echo defence acted: the canceller (chunks that
+held played audio, chunks where it removed at least 6 dB, and its echo return loss enhancement),
+the echo window, the transcript filter and the own-words check; ``noise_rejected`` counts onsets
+refused as noise.
 """
 
 from __future__ import annotations
@@ -67,10 +72,22 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "turns": turns,
         "barge_ins": [{"t": r["t"], "reason": r["reason"]} for r in records if r["type"] == "barge_in"],
+        "echo_defence": _echo_defence(records),
+        "noise_rejected": sum(1 for r in records if r["type"] == "noise_rejected"),
         "errors": [{"t": r["t"], "stage": r["stage"], "message": r["message"]}
                    for r in records if r["type"] == "error"],
         "states_visited": states,
     }
+
+
+def _echo_defence(records: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {"canceller": None, "echo_window": 0, "transcript": 0, "own_words": 0}
+    for r in records:
+        if r["type"] == "echo_ignored":
+            out[r["layer"]] += 1
+        elif r["type"] == "echo_cancelled":
+            out["canceller"] = {k: r[k] for k in ("chunks", "echo_chunks", "acted_chunks", "erle_db")}
+    return out
 
 
 def _new_turn(wake_t: float | None, speech_end_t: float) -> dict[str, Any]:

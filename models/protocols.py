@@ -21,7 +21,7 @@ class ModelError(RuntimeError):
 
 
 class Vad(Protocol):
-    """Voice activity: is there speech in each window of audio?"""
+    """Voice activity: how likely is speech in each window of audio?"""
 
     sample_rate: int
     window_samples: int
@@ -34,8 +34,8 @@ class Vad(Protocol):
         """Forget the stream so far (a new, unrelated stream follows)."""
         ...
 
-    async def accept(self, samples: Samples) -> list[bool]:
-        """Feed audio of any length; one speech flag per complete window, in order."""
+    async def accept(self, samples: Samples) -> list[float]:
+        """Feed audio of any length; one speech probability (0..1) per complete window, in order."""
         ...
 
 

@@ -3,6 +3,10 @@
 sherpa-onnx's ``VadModel.is_speech`` scores one window: 512 new samples plus the 64 before them
 (silero v5's context at 16 kHz). With its own min-speech and min-silence set to zero it returns a
 plain per-window decision, and all timing (onsets, endpoints, barge-in) is ours, in sample counts.
+
+Its Python binding answers only yes or no at the threshold it was built with, so this backend's
+"probabilities" are 0 or 1: ``barge_in.threshold`` cannot be set apart from ``vad.threshold``.
+The default backend (``silero_vad``) gives true probabilities.
 """
 
 from __future__ import annotations
@@ -68,16 +72,16 @@ class SherpaSileroVad:
         if self._model is not None:
             self._worker.call(self._model.reset)
 
-    async def accept(self, samples: Samples) -> list[bool]:
+    async def accept(self, samples: Samples) -> list[float]:
         return await self._worker.run(self._flags, samples)
 
-    def _flags(self, samples: Samples) -> list[bool]:
+    def _flags(self, samples: Samples) -> list[float]:
         if self._model is None:
             raise ModelError("vad: used before load()")
         buf = np.concatenate([self._buffer, samples.astype(np.float32, copy=False)])
         flags, start, span = [], 0, self.window_samples + CONTEXT_SAMPLES
         while start + span <= len(buf):
-            flags.append(bool(self._model.is_speech(buf[start:start + span])))
+            flags.append(1.0 if self._model.is_speech(buf[start:start + span]) else 0.0)
             start += self.window_samples
         self._buffer = buf[start:]
         return flags

@@ -74,4 +74,11 @@ class WhisperAsr:
             texts.append(segment.text.strip())
             if self._stop.is_set():
                 break
-        return str(self._t2s.convert("".join(texts)))
+        text = str(self._t2s.convert("".join(texts)))
+        return "" if _echoes_prompt(text, self.initial_prompt) else text
+
+
+def _echoes_prompt(text: str, prompt: str) -> bool:
+    """Whisper's known failure on audio it cannot make out: it "hears" its own initial prompt."""
+    core = "".join(ch for ch in text if ch.isalnum())
+    return bool(core) and bool(prompt) and core in "".join(ch for ch in prompt if ch.isalnum())

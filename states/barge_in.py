@@ -1,7 +1,10 @@
 """Barge-in: deciding that the user is talking over the reply, and stopping the reply for it.
 
-The decision is VAD speech lasting ``barge_in.min_speech_ms``, counted only after the echo window
-(``speaking.echo_window_ms`` from the start of playback), when the assistant mostly hears itself.
+The decision is either speech (windows with probability above ``barge_in.threshold`` lasting
+``barge_in.min_speech_ms``, counted only after the echo window, ``speaking.echo_window_ms`` from
+the start of playback, when the assistant mostly hears itself), or a stop word or wake word from
+the keyword spotter, unless the reply being spoken contains that very word (the assistant heard
+itself say it).
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ from typing import TYPE_CHECKING
 import structlog
 
 from assistant.audio.protocols import Samples
-from assistant.events import BargeIn
+from assistant.events import BargeIn, EchoIgnored
+from assistant.text.echo_match import match
 from states.onset import OnsetDetector
 from states.state import State, VadWindow
 
@@ -28,11 +32,13 @@ def make_detector(session: Session, echo_window_from: int | None) -> OnsetDetect
     mute_until = 0
     if echo_window_from is not None:
         mute_until = echo_window_from + cfg.speaking.echo_window_ms * rate // 1000
-    return OnsetDetector(cfg.barge_in.min_speech_ms * rate // 1000, session.vad_window, mute_until)
+    return OnsetDetector(cfg.barge_in.min_speech_ms * rate // 1000, session.vad_window, cfg.barge_in.threshold,
+                         ignore_until=mute_until)
 
 
-async def barge_in(session: Session, reason: str, onset: int | None) -> None:
-    """Stop the reply and listen: cancel reply tasks, clear the sink, report, enter listening.
+async def barge_in(session: Session, reason: str, onset: int | None, trigger: str = "barge_in") -> None:
+    """Stop the reply and listen: cancel reply tasks, clear the sink, report, enter listening
+    (or, for a stop word, idle).
 
     ``onset`` is where the user's speech began, so the new request is captured from there.
     """
@@ -41,18 +47,43 @@ async def barge_in(session: Session, reason: str, onset: int | None) -> None:
     if session.reply is not None:
         await session.reply.stop()
     log.info("barge-in", reason=reason, stop_ms=round((time.perf_counter() - decided) * 1000, 1))
-    await session.fire("barge_in", onset=onset)
+    await session.fire(trigger, onset=onset)
+
+
+def said_it_myself(session: Session, word: str) -> bool:
+    """Is ``word`` (heard by the keyword spotter) in what the assistant is saying?"""
+    return match(word, session.spoken_texts()).score >= 0.999
 
 
 class Interruptible(State):
     """A state the user can talk over (thinking, speaking): speech that passes the detector set
-    on entry is a barge-in."""
+    on entry, or a stop or wake word, is a barge-in."""
 
     detector: OnsetDetector
 
     async def on_audio(self, chunk: Samples, windows: list[VadWindow]) -> None:
-        if not self.session.cfg.barge_in.enabled:
+        s = self.session
+        if not (s.cfg.barge_in.enabled and s.cfg.barge_in.by_speech):
             return
+        muted = self.detector.muted_runs
         onset = self.detector.feed(windows)
-        if onset is not None:
-            await barge_in(self.session, "speech", onset)
+        if self.detector.muted_runs > muted:
+            s.bus.publish(EchoIgnored(layer="echo_window", detail="speech right after playback started"))
+        if onset is not None and not s.is_noise(onset):
+            await barge_in(s, "speech", onset)
+
+    async def on_keyword(self, keyword: str) -> None:
+        s = self.session
+        if not s.cfg.barge_in.enabled:
+            return
+        if keyword in s.cfg.barge_in.stop_words:
+            reason = "stop_word"
+        elif keyword in s.cfg.wake.keywords and s.cfg.wake.mode == "keyword":
+            reason = "wake_word"
+        else:
+            return
+        if s.cfg.echo.own_words and said_it_myself(s, keyword):
+            log.info("own word ignored: the reply says it", keyword=keyword)
+            s.bus.publish(EchoIgnored(layer="own_words", detail=keyword))
+            return
+        await barge_in(s, reason, None, trigger="stop" if reason == "stop_word" else "barge_in")

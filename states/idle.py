@@ -1,4 +1,10 @@
-"""Idle: wait for the wake word, or (``wake.mode = "always"``) for any speech."""
+"""Idle: wait for the wake word, or (``wake.mode = "always"``) for any speech.
+
+The keyword spotter fires a little after the wake word ends. If the speaker goes straight on
+("小智小智，现在几点"), the request is in the same run of speech: listening is told where that run
+began, and keeps it if the speech goes on (the wake word is taken off the transcript later).
+The earcon is played only if the speaker has paused.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ from typing import Any
 
 import structlog
 
+from assistant.audio.earcon import chime
 from assistant.audio.protocols import Samples
 from assistant.events import WakeDetected
 from states.onset import OnsetDetector
@@ -21,21 +28,33 @@ class Idle(State):
         s = self.session
         s.end_turn()
         rate = s.cfg.audio.sample_rate
-        self.onset = OnsetDetector(s.cfg.vad.min_speech_ms * rate // 1000, s.vad_window)
+        self.onset = OnsetDetector(s.cfg.vad.min_speech_ms * rate // 1000, s.vad_window, s.cfg.vad.threshold)
+        self.run_start: int | None = None  # where the speech going on now began
         if s.models.kws is not None:
             s.models.kws.reset()
 
     async def on_audio(self, chunk: Samples, windows: list[VadWindow]) -> None:
         s = self.session
+        for w in windows:
+            if w.prob < s.cfg.vad.threshold:
+                self.run_start = None
+            elif self.run_start is None:
+                self.run_start = w.end - s.vad_window
         if s.cfg.wake.mode == "always":
             onset = self.onset.feed(windows)
-            if onset is not None:
+            if onset is not None and not s.is_noise(onset):
                 await s.fire("wake", onset=onset)
-            return
-        if s.models.kws is None:
-            return
-        keyword = await s.models.kws.accept(chunk)
-        if keyword:
-            log.info("wake word", keyword=keyword)
-            s.bus.publish(WakeDetected(keyword=keyword))
-            await s.fire("wake")
+
+    async def on_keyword(self, keyword: str) -> None:
+        s = self.session
+        if s.cfg.wake.mode != "keyword" or keyword not in s.cfg.wake.keywords:
+            return  # a stop word, with nothing to stop
+        log.info("wake word", keyword=keyword)
+        s.bus.publish(WakeDetected(keyword=keyword))
+        if s.cfg.wake.earcon and self.run_start is None:
+            await s.sink.write(chime(s.sink.sample_rate))
+        elif s.cfg.wake.earcon:
+            # The request follows in the same breath: the chime would only be talked over, and the
+            # echo canceller would suppress the speech under it.
+            log.debug("earcon skipped: the speaker goes on")
+        await s.fire("wake", speech_from=self.run_start)

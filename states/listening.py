@@ -1,61 +1,38 @@
 """Listening: find where the request starts and ends, or give up when nobody speaks.
 
-Endpointing runs on VAD windows in sample counts: the utterance ends after
-``vad.endpoint_silence_ms`` of silence or at ``listening.max_utterance_s``; if no speech starts
-within the no-speech timeout (the follow-up window after a reply) the assistant goes back to idle.
+Endpointing runs on VAD probabilities in sample counts (``states/endpointer.py``): the utterance
+ends after an endpoint silence that adapts to its length, or at ``listening.max_utterance_s``; if
+no speech starts within the no-speech timeout (the follow-up window after a reply) the assistant
+goes back to idle. An onset that is a sudden burst of flat-spectrum noise is not speech.
+
+Speculative start: once the speaker has been quiet for ``vad.speculative_silence_ms`` the ASR
+starts on the speech so far; if no more speech comes before the endpoint, the reply uses that
+transcript and the ASR's time is hidden in the endpoint silence.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
 import structlog
 
 from assistant.audio.protocols import Samples
+from assistant.audio.wav import resample
 from assistant.events import SpeechEnded, SpeechStarted
-from states.onset import OnsetDetector
+from states.endpointer import Endpointer
 from states.state import State, VadWindow
 
 log = structlog.get_logger("listening")
 
 
-@dataclass(frozen=True)
-class Utterance:
-    """Where a request began and ended (absolute samples) and why it ended."""
+@dataclass
+class Speculation:
+    """An ASR run started before the endpoint, on the speech up to ``speech_end``."""
 
-    start: int
-    end: int
-    trailing_silence: int
-    reason: str
-
-
-class Endpointer:
-    """Utterance boundaries from VAD windows; every duration is in samples."""
-
-    def __init__(self, *, window: int, min_speech: int, endpoint_silence: int, max_utterance: int,
-                 onset: int | None = None) -> None:
-        self.window = window
-        self.endpoint_silence = endpoint_silence
-        self.max_utterance = max_utterance
-        self.onset = onset
-        self._detector = OnsetDetector(min_speech, window)
-        self._silence = 0
-
-    def feed(self, windows: Iterable[VadWindow]) -> tuple[int | None, Utterance | None]:
-        """(onset if speech started in these windows, the utterance if it ended in them)."""
-        started = None
-        for w in windows:
-            if self.onset is None:
-                self.onset = started = self._detector.feed([w])
-                continue
-            self._silence = 0 if w.speech else self._silence + self.window
-            if self._silence >= self.endpoint_silence:
-                return started, Utterance(self.onset, w.end, self._silence, "silence")
-            if w.end - self.onset >= self.max_utterance:
-                return started, Utterance(self.onset, w.end, self._silence, "max_utterance")
-        return started, None
+    speech_end: int
+    task: asyncio.Task[str]
 
 
 class Listening(State):
@@ -69,24 +46,64 @@ class Listening(State):
         follow_up = trigger == "reply_done"
         timeout_s = cfg.dialog.follow_up_s if follow_up else cfg.listening.no_speech_timeout_s
         self.deadline = s.clock.samples + int(timeout_s * rate)
-        self.endpointer = Endpointer(
-            window=s.vad_window, min_speech=cfg.vad.min_speech_ms * rate // 1000,
-            endpoint_silence=cfg.vad.endpoint_silence_ms * rate // 1000,
-            max_utterance=int(cfg.listening.max_utterance_s * rate), onset=onset)
+        self.endpointer = Endpointer.from_config(cfg, s.vad_window, onset=onset)
+        self.speculation: Speculation | None = None
+        speech_from = kwargs.get("speech_from")
+        if speech_from is not None and onset is None:
+            self.endpointer.detector.prime(speech_from)  # the request may follow the wake word in one breath
         if onset is not None:
             s.bus.publish(SpeechStarted())
-        log.debug("listening", follow_up=follow_up, timeout_s=timeout_s, from_onset=onset)
+        log.debug("listening", follow_up=follow_up, timeout_s=timeout_s, from_onset=onset, speech_from=speech_from)
+
+    async def exit(self, dest: str) -> None:
+        self._drop_speculation()
+        await super().exit(dest)
 
     async def on_audio(self, chunk: Samples, windows: list[VadWindow]) -> None:
         s = self.session
         started, utterance = self.endpointer.feed(windows)
+        if started is not None and utterance is None and s.is_noise(started):
+            self.endpointer = Endpointer.from_config(s.cfg, s.vad_window)
+            return
         if started is not None:
             s.bus.publish(SpeechStarted())
         if utterance is not None:
             rate = s.cfg.audio.sample_rate
-            audio = s.history.slice(utterance.start - s.cfg.vad.preroll_ms * rate // 1000, utterance.end)
+            start = utterance.start - s.cfg.vad.preroll_ms * rate // 1000
+            audio = s.history.slice(start, utterance.end)
             s.bus.publish(SpeechEnded(audio_s=round(len(audio) / rate, 3)))
             log.info("utterance ended", reason=utterance.reason, audio_s=round(len(audio) / rate, 2))
-            await s.fire("speech_end", utterance=audio)
-        elif self.endpointer.onset is None and s.clock.samples >= self.deadline:
-            await s.fire("no_speech_timeout")
+            speculation = self._take_speculation()
+            await s.fire("speech_end", utterance=audio, utterance_start=utterance.start, speculation=speculation)
+        elif self.endpointer.onset is None:
+            if s.clock.samples >= self.deadline:
+                await s.fire("no_speech_timeout")
+        else:
+            self._speculate()
+
+    def _speculate(self) -> None:
+        s, ep = self.session, self.endpointer
+        spec_ms = s.cfg.vad.speculative_silence_ms
+        if self.speculation is not None and self.speculation.speech_end != ep.speech_end:
+            self._drop_speculation()  # the speaker went on: that transcript would miss the rest
+        if not spec_ms or self.speculation is not None or ep.onset is None:
+            return
+        if ep.silence >= spec_ms * s.cfg.audio.sample_rate // 1000:
+            rate = s.cfg.audio.sample_rate
+            audio = s.history.slice(ep.onset - s.cfg.vad.preroll_ms * rate // 1000, s.clock.samples)
+            asr = s.models.asr
+            task = asyncio.create_task(asr.transcribe(resample(audio, rate, asr.sample_rate)), name="asr:speculative")
+            self.speculation = Speculation(ep.speech_end, task)
+            log.debug("speculative transcription started", audio_s=round(len(audio) / rate, 2))
+
+    def _take_speculation(self) -> Speculation | None:
+        spec, self.speculation = self.speculation, None
+        if spec is not None and spec.speech_end != self.endpointer.speech_end:
+            spec.task.cancel()
+            return None
+        return spec
+
+    def _drop_speculation(self) -> None:
+        if self.speculation is not None:
+            self.speculation.task.cancel()
+            self.speculation = None

@@ -9,30 +9,43 @@ from states.state import VadWindow
 
 
 class OnsetDetector:
-    """Fires once a run of speech windows reaches ``min_speech_samples``.
+    """Fires once a run of windows with speech probability >= ``threshold`` reaches ``min_speech_samples``.
 
     Windows ending at or before ``ignore_until`` (an echo window) never count towards the run, but
     a run that began inside it keeps its true onset, so the captured speech starts where it began.
+    ``muted_runs`` counts the runs that would have fired had the echo window not muted them.
     """
 
-    def __init__(self, min_speech_samples: int, window_samples: int, ignore_until: int = 0) -> None:
-        self.min_speech = min_speech_samples
+    def __init__(self, min_speech_samples: int, window_samples: int, threshold: float = 0.5,
+                 ignore_until: int = 0) -> None:
+        self.min_speech = max(min_speech_samples, 1)
         self.window = window_samples
+        self.threshold = threshold
         self.ignore_until = ignore_until
+        self.muted_runs = 0
         self._onset: int | None = None
         self._counted = 0
+        self._ignored = 0
+
+    def prime(self, onset: int) -> None:
+        """Speech is already going on since ``onset``: if it goes on long enough, that is the onset."""
+        self._onset, self._counted, self._ignored = onset, 0, 0
 
     def feed(self, windows: Iterable[VadWindow]) -> int | None:
         """The absolute sample where the speech began, on the window that completes the run."""
         for w in windows:
-            if not w.speech:
-                self._onset, self._counted = None, 0
+            if w.prob < self.threshold:
+                self._onset, self._counted, self._ignored = None, 0, 0
                 continue
             if self._onset is None:
                 self._onset = w.end - self.window
             if w.end > self.ignore_until:
                 self._counted += self.window
-            if self._counted >= max(self.min_speech, 1):
-                onset, self._onset, self._counted = self._onset, None, 0
+            else:
+                self._ignored += self.window
+                if self._ignored + self._counted >= self.min_speech > self._ignored + self._counted - self.window:
+                    self.muted_runs += 1
+            if self._counted >= self.min_speech:
+                onset, self._onset, self._counted, self._ignored = self._onset, None, 0, 0
                 return onset
         return None

@@ -1,5 +1,9 @@
 """One reply: transcribe the utterance, then speak the LLM's answer while it is still being written.
 
+The transcript may already be on its way (a speculative ASR run started before the endpoint). A
+wake word at its front is taken off; a transcript that is the assistant's own words, heard while or
+just after it spoke, is dropped (the transcript layer of the echo defence).
+
 Thinking starts it and speaking lets it run on; leaving either for anything but speaking stops it.
 ``stop()`` is the single way a reply ends early, in this order: cancel and await the tasks (the
 LLM and TTS are told to stop in flight), clear the sink's buffer, wait (bounded) for playback to
@@ -15,11 +19,14 @@ import structlog
 
 from assistant.audio.protocols import Samples
 from assistant.audio.wav import resample
-from assistant.events import Error, PlaybackFinished, Transcript
+from assistant.events import EchoIgnored, Error, PlaybackFinished, Transcript
 from assistant.pipeline import PipelineOptions, SpeechPipeline
 from assistant.tasks import TaskScope
+from assistant.text.echo_match import is_echo, match
+from assistant.text.wake import strip_wake_words
 
 if TYPE_CHECKING:
+    from states.listening import Speculation
     from states.session import Session
 
 log = structlog.get_logger("reply")
@@ -34,23 +41,36 @@ class Reply:
         self.playback_finished = False
         self.first_audio_sample: int | None = None
         self.pipeline: SpeechPipeline | None = None
+        self.speculation: Speculation | None = None
 
     @property
     def playback_started(self) -> bool:
         return self.pipeline is not None and self.pipeline.playback_started
 
-    def start(self, utterance: Samples) -> None:
-        self.tasks.spawn(self._run(utterance), "reply")
+    def start(self, utterance: Samples, utterance_start: int | None = None,
+              speculation: Speculation | None = None) -> None:
+        self.speculation = speculation
+        self.tasks.spawn(self._run(utterance, utterance_start), "reply")
 
-    async def _run(self, utterance: Samples) -> None:
+    async def _run(self, utterance: Samples, utterance_start: int | None) -> None:
         s = self.session
         try:
-            text = await self._transcribe(utterance)
+            heard = await self._transcribe(utterance)
+            text = heard
+            if s.cfg.wake.mode == "keyword":
+                text = strip_wake_words(heard, s.cfg.wake.keywords)
+            if text != heard:
+                log.debug("wake word taken off the transcript", heard=heard)
+            s.bus.publish(Transcript(text=text))
             if not text:
                 log.info("nothing heard in the utterance")
                 s.request("reply_done", owner=self)
                 return
+            if utterance_start is not None and self._is_own_echo(text, utterance_start):
+                s.request("reply_done", owner=self)
+                return
             self.stage = "reply"
+            s.reply_started()
             options = PipelineOptions.from_config(s.cfg)
             self.pipeline = SpeechPipeline(s.models.llm, s.models.tts, s.sink, s.bus, options, self._first_audio,
                                            cache=s.phrase_cache)
@@ -70,15 +90,46 @@ class Reply:
 
     def _first_audio(self) -> None:
         self.first_audio_sample = self.session.clock.samples
+        self.session.playback_started()
         self.session.request("first_audio", owner=self)
 
     async def _transcribe(self, utterance: Samples) -> str:
         s = self.session
         asr = s.models.asr
-        audio = resample(utterance, s.cfg.audio.sample_rate, asr.sample_rate)
-        text = (await asr.transcribe(audio)).strip()
-        s.bus.publish(Transcript(text=text))
-        return text
+        text = await self._speculated()
+        if text is None:
+            text = await asr.transcribe(resample(utterance, s.cfg.audio.sample_rate, asr.sample_rate))
+        return text.strip()
+
+    async def _speculated(self) -> str | None:
+        """The speculative transcript, if one was started and did not fail."""
+        spec, self.speculation = self.speculation, None
+        if spec is None:
+            return None
+        try:
+            return await spec.task
+        except asyncio.CancelledError:
+            me = asyncio.current_task()
+            if me is not None and me.cancelling():
+                raise  # this reply is being stopped
+            return None  # only the speculation was called off
+        except Exception as exc:
+            log.warning("speculative transcription failed, transcribing again", error=str(exc))
+            return None
+
+    def _is_own_echo(self, text: str, utterance_start: int) -> bool:
+        """The transcript layer of the echo defence: the assistant's own words, heard back."""
+        s, cfg = self.session, self.session.cfg.echo
+        if not cfg.transcript_filter or not s.near_playback(utterance_start):
+            return False
+        spoken = s.spoken_texts()
+        if not is_echo(text, spoken, threshold=cfg.transcript_similarity):
+            return False
+        found = match(text, spoken)
+        log.info("echo dropped: the transcript is the assistant's own words", transcript=text,
+                 score=round(found.score, 2), spoken=found.span)
+        s.bus.publish(EchoIgnored(layer="transcript", detail=text))
+        return True
 
     async def stop(self) -> None:
         """End the reply now: cancel, clear the sink, wait for silence, report the interruption."""
@@ -86,6 +137,8 @@ class Reply:
             return
         self.stopped = True
         s = self.session
+        if self.speculation is not None:
+            self.speculation.task.cancel()
         s.models.asr.stop()
         if self.pipeline is not None:
             await self.pipeline.stop()

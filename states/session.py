@@ -1,7 +1,8 @@
 """The session: the model the state machine drives, and the audio pump that drives it.
 
-One task, ``run()``, reads the microphone, runs the VAD on each chunk, hands the chunk to the
-current state and checks the watchdog. It is the only task that fires triggers: a concurrent
+One task, ``run()``, reads the microphone, cleans it of the assistant's own playback (echo
+cancellation against what the speaker played), runs the VAD and the keyword spotter on each chunk,
+hands the chunk to the current state and checks the watchdog. It is the only task that fires triggers: a concurrent
 trigger would cancel the task running a transition (that is how ``transitions``' AsyncMachine
 works), so the reply tasks ask for theirs with ``request()`` and the pump fires them before the
 next chunk.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -18,15 +20,16 @@ import structlog
 
 from assistant import logs
 from assistant.audio.history import AudioHistory
-from assistant.audio.protocols import AudioSink, AudioSource
+from assistant.audio.protocols import AudioSink, AudioSource, Samples
 from assistant.clock import SampleClock
 from assistant.config import Config
-from assistant.events import EventBus, StateChanged
+from assistant.events import EchoCancelled, Event, EventBus, NoiseRejected, PlaybackFinished, StateChanged, TextChunk
 from assistant.phrase_cache import PhraseCache
 from models.protocols import Asr, Kws, Llm, ModelError, Tts, Vad
 from states import machine
 from states.idle import Idle
 from states.listening import Listening
+from states.noise_guard import NoiseGuard
 from states.reply import Reply
 from states.speaking import Speaking
 from states.state import State, VadWindow
@@ -37,6 +40,9 @@ log = structlog.get_logger("session")
 
 class Requester(Protocol):
     stopped: bool
+
+
+Tap = Callable[[Samples, Samples], None]  # (microphone chunk as captured, what the speaker played meanwhile)
 
 
 @dataclass
@@ -56,12 +62,22 @@ class Session:
     state: str  # assigned by the machine only
 
     def __init__(self, cfg: Config, clock: SampleClock, bus: EventBus, source: AudioSource,
-                 sink: AudioSink, backends: Backends, phrase_cache: PhraseCache | None = None) -> None:
+                 sink: AudioSink, backends: Backends, phrase_cache: PhraseCache | None = None,
+                 tap: Tap | None = None) -> None:
         if cfg.wake.mode == "keyword" and backends.kws is None:
             raise ModelError("wake.mode is 'keyword' but no keyword-spotting backend is configured")
         self.cfg, self.clock, self.bus = cfg, clock, bus
         self.source, self.sink, self.models = source, sink, backends
         self.phrase_cache = phrase_cache
+        self.tap = tap
+        self.echo = _echo_canceller(cfg)
+        self.noise_guard = NoiseGuard(cfg.audio.sample_rate) if cfg.vad.noise_guard else None
+        # What the assistant said in its last two replies, and when its playback last ended: the
+        # transcript filter and the own-words check compare what the microphone hears with these.
+        self.spoken: deque[list[str]] = deque(maxlen=2)
+        self.playing = False
+        self.playback_end: int | None = None
+        bus.subscribe(self._follow_playback)
         rate = cfg.audio.sample_rate
         self.history = AudioHistory(int((cfg.listening.max_utterance_s + 5) * rate))
         self.vad_window = backends.vad.window_samples
@@ -123,21 +139,72 @@ class Session:
         """Pump the microphone through the machine until the source ends."""
         await self.states[self.state].enter("start", {})
         try:
-            async for chunk in self.source.chunks():
+            async for mic in self.source.chunks():
+                played = self.sink.reference.take(len(mic))
+                if self.tap is not None:
+                    self.tap(mic, played)
+                chunk = mic if self.echo is None else self.echo.process(mic, played)
                 self.history.append(chunk)
                 windows = self._windows(await self.models.vad.accept(chunk))
+                keyword = await self.models.kws.accept(chunk) if self.models.kws is not None else None
                 await self._fire_requests()
-                await self.states[self.state].on_audio(chunk, windows)
+                state = self.states[self.state]
+                if keyword:
+                    await state.on_keyword(keyword)
+                    state = self.states[self.state]
+                await state.on_audio(chunk, windows)
                 await self._check_watchdog()
         finally:
             await self.states[self.state].exit("stop")
+            if self.echo is not None:
+                st = self.echo.stats
+                self.bus.publish(EchoCancelled(chunks=st.chunks, echo_chunks=st.echo_chunks,
+                                               acted_chunks=st.acted_chunks,
+                                               erle_db=None if st.erle_db is None else round(st.erle_db, 1)))
 
-    def _windows(self, flags: list[bool]) -> list[VadWindow]:
+    def _windows(self, probs: list[float]) -> list[VadWindow]:
         out = []
-        for speech in flags:
+        for prob in probs:
             self._vad_windows += 1
-            out.append(VadWindow(end=self._vad_windows * self.vad_window, speech=speech))
+            out.append(VadWindow(end=self._vad_windows * self.vad_window, prob=prob))
         return out
+
+    # -- echo and noise -------------------------------------------------------------------------
+    def _follow_playback(self, t: float, event: Event) -> None:
+        if isinstance(event, TextChunk) and self.spoken:
+            self.spoken[-1].append(event.text)
+        elif isinstance(event, PlaybackFinished):
+            self.playing, self.playback_end = False, self.clock.samples
+
+    def reply_started(self) -> None:
+        """A new reply: what it says is collected for the echo checks."""
+        self.spoken.append([])
+
+    def playback_started(self) -> None:
+        self.playing = True
+
+    def spoken_texts(self) -> list[str]:
+        """The last replies, each as one text (so a match may run across its chunks)."""
+        return ["".join(reply) for reply in self.spoken if reply]
+
+    def near_playback(self, sample: int) -> bool:
+        """Was the assistant playing at ``sample``, or had it stopped only just before?"""
+        if self.playing:
+            return True
+        window = int(self.cfg.echo.transcript_window_s * self.cfg.audio.sample_rate)
+        return self.playback_end is not None and sample <= self.playback_end + window
+
+    def is_noise(self, onset: int) -> bool:
+        """Is the speech onset at ``onset`` a sudden flat-spectrum noise? (Published when it is.)"""
+        if self.noise_guard is None:
+            return False
+        rate = self.cfg.audio.sample_rate
+        before = self.history.slice(onset - int(0.3 * rate), onset)
+        verdict = self.noise_guard.check(before, self.history.slice(onset, self.clock.samples))
+        if verdict.noise:
+            log.info("onset refused as noise", flatness=round(verdict.flatness, 2), rise_db=round(verdict.rise_db, 1))
+            self.bus.publish(NoiseRejected(flatness=round(verdict.flatness, 3), rise_db=round(verdict.rise_db, 1)))
+        return verdict.noise
 
     async def _fire_requests(self) -> None:
         while self._requests:
@@ -153,3 +220,12 @@ class Session:
         if held_s > limit:
             log.warning("watchdog: state held too long, back to idle", held_s=round(held_s, 2), limit_s=limit)
             await self.fire("watchdog")
+
+
+def _echo_canceller(cfg: Config) -> Any:
+    if not cfg.echo.cancel:
+        return None
+    from assistant.audio.echo import EchoCanceller
+
+    return EchoCanceller(cfg.audio.sample_rate, noise_suppression=cfg.echo.noise_suppression,
+                         gain_control=cfg.echo.gain_control)

@@ -14,10 +14,10 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class VadWindow:
-    """One VAD decision: is there speech in the window that ends at absolute sample ``end``?"""
+    """The VAD's speech probability for the window that ends at absolute sample ``end``."""
 
     end: int
-    speech: bool
+    prob: float
 
 
 class State:
@@ -38,3 +38,6 @@ class State:
 
     async def on_audio(self, chunk: Samples, windows: list[VadWindow]) -> None:
         """Each captured chunk, with the VAD windows it completed."""
+
+    async def on_keyword(self, keyword: str) -> None:
+        """The keyword spotter heard a wake or stop word in this chunk (before ``on_audio``)."""

@@ -19,7 +19,7 @@ class Thinking(Interruptible):
         s = self.session
         self.detector = make_detector(s, echo_window_from=None)
         s.reply = Reply(s)
-        s.reply.start(kwargs["utterance"])
+        s.reply.start(kwargs["utterance"], kwargs.get("utterance_start"), kwargs.get("speculation"))
 
     async def exit(self, dest: str) -> None:
         s = self.session

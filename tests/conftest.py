@@ -62,7 +62,9 @@ class Replayed:
 
 
 def make_config(*overrides: str) -> config_mod.Config:
-    base = ("wake.mode='always'", "log.level='warning'")
+    # The tone of ToneTts is no speech: WebRTC's echo canceller suppresses the microphone under a pure
+    # tone. Tests of the echo defence turn it on, with the real TTS.
+    base = ("wake.mode='always'", "log.level='warning'", "echo.cancel=false")
     return config_mod.load(None, [*base, *overrides])
 
 
@@ -96,10 +98,11 @@ def run_replay(tmp_path: Path, vad: SherpaSileroVad) -> ReplayRunner:
     async def run(recording: np.ndarray, *overrides: str, asr: Any = None, llm: Any = None,
                   tts: Any = None, kws: Any = None, echo: Echo | None = None,
                   subscribers: tuple[Any, ...] = (), realtime: bool = False, clock: Any = None,
-                  phrase_cache: Any = None) -> Replayed:
+                  phrase_cache: Any = None, vad_model: Any = None) -> Replayed:
         out = tmp_path / f"run{next(counter)}"
-        vad.reset()
-        backends = Backends(vad=vad, asr=asr or ScriptedAsr("你是谁"), llm=llm or ScriptedLlm("我是听说。"),
+        the_vad = vad_model or vad
+        the_vad.reset()
+        backends = Backends(vad=the_vad, asr=asr or ScriptedAsr("你是谁"), llm=llm or ScriptedLlm("我是听说。"),
                             tts=tts or ToneTts(), kws=kws)
         summary = await replay(make_config(*overrides), recording, out, backends, echo=echo,
                                subscribers=subscribers, realtime=realtime, clock=clock, phrase_cache=phrase_cache)

@@ -12,7 +12,11 @@ from assistant.clock import SampleClock
 
 
 class ScriptedAsr:
-    """Answers each utterance with the next scripted text; keeps what it was given."""
+    """Answers each utterance with the next scripted text; keeps what it was given.
+
+    Audio that extends the previous call's audio is the same utterance heard again (a speculative
+    transcription, then the final one): it gets the same text, and ``heard`` keeps the longer audio.
+    """
 
     sample_rate = 16000
 
@@ -20,6 +24,8 @@ class ScriptedAsr:
         self.texts = list(texts)
         self.fail = fail
         self.heard: list[Samples] = []
+        self.calls = 0
+        self._last_text = ""
 
     def load(self) -> None: ...
 
@@ -28,11 +34,19 @@ class ScriptedAsr:
     def stop(self) -> None: ...
 
     async def transcribe(self, samples: Samples) -> str:
-        self.heard.append(samples)
+        self.calls += 1
+        again = bool(self.heard) and 0 < len(self.heard[-1]) <= len(samples) and np.array_equal(
+            samples[:len(self.heard[-1])], self.heard[-1])
+        if again:
+            self.heard[-1] = samples
+        else:
+            self.heard.append(samples)
         await asyncio.sleep(0)
         if self.fail is not None:
             raise self.fail
-        return self.texts.pop(0) if self.texts else ""
+        if not again:
+            self._last_text = self.texts.pop(0) if self.texts else ""
+        return self._last_text
 
 
 class ScriptedLlm:

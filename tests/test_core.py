@@ -13,7 +13,7 @@ from assistant.events import EventBus, PlaybackFinished, StateChanged, to_record
 from assistant.summary import summarize
 from assistant.tasks import TaskScope
 from models.worker import LOCKSTEP, Worker
-from states.listening import Endpointer
+from states.endpointer import Endpointer, EndpointPolicy
 from states.machine import STATES, TRANSITIONS
 from states.onset import OnsetDetector
 from states.state import VadWindow
@@ -109,16 +109,57 @@ def test_onset_ignores_the_echo_window_but_keeps_the_true_onset():
 
 
 def test_endpointer_ends_after_the_silence_and_cuts_long_utterances():
-    e = Endpointer(window=W, min_speech=2 * W, endpoint_silence=3 * W, max_utterance=100 * W)
+    e = Endpointer(window=W, min_speech=2 * W, policy=EndpointPolicy(3 * W), max_utterance=100 * W)
     started, ended = e.feed(windows("..####..#.."))
     assert started == 2 * W and ended is None
     started, ended = e.feed(windows(".", start=11 * W))
     assert started is None and ended is not None
     assert (ended.start, ended.end, ended.trailing_silence, ended.reason) == (2 * W, 12 * W, 3 * W, "silence")
 
-    e = Endpointer(window=W, min_speech=W, endpoint_silence=3 * W, max_utterance=5 * W, onset=0)
+    e = Endpointer(window=W, min_speech=W, policy=EndpointPolicy(3 * W), max_utterance=5 * W, onset=0)
     _, ended = e.feed(windows("########"))
     assert ended is not None and ended.reason == "max_utterance" and ended.end == 5 * W
+
+
+@pytest.mark.parametrize(("speech", "silence_needed"), [(2, 2), (5, 3), (9, 4)])
+def test_the_endpoint_silence_adapts_to_the_length_of_the_speech(speech, silence_needed):
+    # Under 3 windows of speech: 2 windows of silence end it; over 8: 4; in between: 3.
+    policy = EndpointPolicy(3 * W, short_speech=3 * W, short_silence=2 * W, long_speech=8 * W, long_silence=4 * W)
+    e = Endpointer(window=W, min_speech=W, policy=policy, max_utterance=100 * W)
+    started, ended = e.feed(windows("#" * speech + "." * (silence_needed - 1)))
+    assert started == 0 and ended is None
+    _, ended = e.feed(windows(".", start=(speech + silence_needed - 1) * W))
+    assert ended is not None and ended.trailing_silence == silence_needed * W
+    assert e.speech_end == speech * W
+
+
+def test_adaptive_endpoint_defaults_follow_the_config():
+    from assistant.config import load
+
+    p = EndpointPolicy.from_config(load(None))
+    ms = 16
+    assert p.silence_after(800 * ms) == 250 * ms
+    assert p.silence_after(3000 * ms) == 300 * ms
+    assert p.silence_after(6000 * ms) == 450 * ms
+
+
+def test_a_primed_onset_is_kept_only_if_the_speech_goes_on():
+    # The wake word's run of speech began at window 1; speech going on after the wake keeps it.
+    d = OnsetDetector(min_speech_samples=3 * W, window_samples=W)
+    d.prime(1 * W)
+    assert d.feed(windows("###", start=10 * W)) == 1 * W
+    # A pause right after the wake word: the request starts where the speaker starts again.
+    d.prime(1 * W)
+    assert d.feed(windows("#.###", start=10 * W)) == 12 * W
+
+
+def test_onsets_count_only_windows_above_the_threshold_and_report_muted_runs():
+    d = OnsetDetector(min_speech_samples=2 * W, window_samples=W, threshold=0.6)
+    half = [VadWindow((i + 1) * W, 0.55) for i in range(5)]
+    assert d.feed(half) is None  # above the VAD's 0.5, below the barge-in threshold
+    muted = OnsetDetector(min_speech_samples=2 * W, window_samples=W, ignore_until=4 * W)
+    assert muted.feed(windows("###.")) is None
+    assert muted.muted_runs == 1
 
 
 async def test_bus_stamps_session_time_and_names_fields_for_json():

@@ -22,6 +22,7 @@ import numpy as np
 import structlog
 
 from assistant.audio.protocols import AudioDeviceError, Samples
+from assistant.audio.reference import PlayedAudio
 from assistant.audio.wav import to_pcm16
 from assistant.clock import SampleClock
 
@@ -132,6 +133,7 @@ class AlsaSink:
         periods = max(2, buffer_ms // period_ms)
         self.buffer_frames = self.period * periods
         self.underruns = 0
+        self.reference = PlayedAudio(sample_rate)
         self._pcm = _open("playback", device, sample_rate, self.period, periods)
         self._pending: deque[Samples] = deque()
         self._cond = threading.Condition()
@@ -217,6 +219,7 @@ class AlsaSink:
                 log.debug("playback underrun recovered", device=self.device, underruns=self.underruns)
                 continue
             break
+        self.reference.push(chunk)
         self._written += len(chunk)
         self._played = self._written - self._in_device()
 

@@ -8,12 +8,15 @@ rate and report how far playback has got, in samples.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 Samples = npt.NDArray[np.float32]
+
+if TYPE_CHECKING:
+    from assistant.audio.reference import PlayedAudio
 
 
 class AudioDeviceError(RuntimeError):
@@ -33,6 +36,7 @@ class AudioSource(Protocol):
 
 class AudioSink(Protocol):
     sample_rate: int
+    reference: PlayedAudio  # what reached the speaker, for the echo canceller
 
     async def write(self, samples: Samples) -> None:
         """Queue audio for playback; may wait while the device buffer is full."""

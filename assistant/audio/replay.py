@@ -4,6 +4,10 @@ The session wav is what the microphone hears. Whatever the assistant plays goes 
 aligned sample for sample with the microphone (silence where it was quiet), and with an echo
 ``gain``/``delay`` the microphone also hears that played audio, as through a real room: an acoustic
 loop, so self-interruption and barge-in can be tested without hardware.
+
+The echo canceller's reference is what the speaker played at each microphone chunk. A session
+recorded in a real room (``assistant run --record``) brings its own: the microphone then holds the
+echo of the replies played back then, so the recorded playback is the reference, not the new one.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import numpy as np
 
 from assistant.audio.pacing import Pacer
 from assistant.audio.protocols import Samples
+from assistant.audio.reference import PlayedAudio
 from assistant.clock import SampleClock
 
 
@@ -24,6 +29,7 @@ class ReplaySpeaker:
 
     def __init__(self, sample_rate: int) -> None:
         self.sample_rate = sample_rate
+        self.reference = PlayedAudio(sample_rate)
         self._pending: deque[Samples] = deque()
         self._pending_samples = 0
         self._played = 0
@@ -85,7 +91,7 @@ class ReplayDevice:
 
     def __init__(self, recording: Samples, clock: SampleClock, chunk_samples: int, *,
                  echo_gain: float = 0.0, echo_delay_ms: float = 0.0, realtime: bool = False,
-                 max_tail_s: float = 300.0) -> None:
+                 max_tail_s: float = 300.0, recorded_reference: Samples | None = None) -> None:
         self.sample_rate = clock.sample_rate
         self.chunk_samples = chunk_samples
         self.clock = clock
@@ -96,6 +102,7 @@ class ReplayDevice:
         self.max_tail_samples = int(max_tail_s * self.sample_rate)
         self.keep_going: Callable[[], bool] = lambda: False
         self.speaker = ReplaySpeaker(self.sample_rate)
+        self.recorded_reference = recorded_reference
         self._timeline = np.zeros(len(recording) + chunk_samples, np.float32)
         self._timeline_len = 0
         self._closed = False
@@ -106,10 +113,7 @@ class ReplayDevice:
 
     def heard(self, start: int, n: int) -> Samples:
         """The recording from ``start`` for ``n`` samples, silence past its end."""
-        out = np.zeros(n, np.float32)
-        part = self.recording[start:start + n]
-        out[:len(part)] = part
-        return out
+        return _window(self.recording, start, n)
 
     async def chunks(self) -> AsyncIterator[Samples]:
         n, pacer, pos = self.chunk_samples, Pacer(self.sample_rate, realtime=self.realtime), 0
@@ -118,7 +122,12 @@ class ReplayDevice:
             if pos >= end and (not self.keep_going() or pos >= end + self.max_tail_samples):
                 return
             await pacer.until(pos + n)
-            self._append_played(self.speaker.play(n))
+            played = self.speaker.play(n)
+            self._append_played(played)
+            if self.recorded_reference is None:
+                self.speaker.reference.push(played)
+            else:
+                self.speaker.reference.push(_window(self.recorded_reference, pos, n))
             chunk = self.heard(pos, n)
             if self.echo_gain:
                 chunk += self.echo_gain * self._played_window(pos - self.echo_delay, n)
@@ -145,3 +154,10 @@ class ReplayDevice:
 
     def close(self) -> None:
         self._closed = True
+
+
+def _window(audio: Samples, start: int, n: int) -> Samples:
+    out = np.zeros(n, np.float32)
+    part = audio[start:start + n]
+    out[:len(part)] = part
+    return out

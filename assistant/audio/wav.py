@@ -107,7 +107,10 @@ class NullSink:
     """Discards audio at once, counting what it was given: playback is instantaneous."""
 
     def __init__(self, sample_rate: int) -> None:
+        from assistant.audio.reference import PlayedAudio
+
         self.sample_rate = sample_rate
+        self.reference = PlayedAudio(sample_rate)  # nobody listens to a file: never fed
         self._played = 0
 
     async def write(self, samples: Samples) -> None:

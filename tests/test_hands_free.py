@@ -1,0 +1,175 @@
+"""Hands-free conversation on replayed sessions with an acoustic echo, through the real models.
+
+The microphone hears the session's recordings plus the assistant's own reply (gain 0.5, 40 ms
+late, as through a room); the VAD, keyword spotter, Whisper, Qwen and Kokoro are the real ones.
+Each scenario asserts the sequence of states and the echo defence's counts, with times from the
+sample clock. The sessions are laid out in tests/sessions.py.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from assistant import backends
+from assistant.events import BargeIn
+from assistant.replay import Echo
+from models.assets import Assets
+from models.llama_llm import LlamaLlm
+from models.sherpa_vad import silero_model_path
+from models.silero_vad import SileroVad
+from tests import sessions
+from tests.conftest import make_config
+from tests.doubles import ScriptedAsr, ScriptedLlm, ToneTts
+
+pytestmark = pytest.mark.slow
+
+ECHO = Echo(gain=0.5, delay_ms=40)
+HANDS_FREE = ("wake.mode=keyword", 'wake.keywords=["小智"]', "echo.cancel=true", "dialog.follow_up_s=4.0")
+
+
+@pytest.fixture(scope="module")
+def models(assets: Assets, qwen_gguf: Path) -> Iterator[dict[str, Any]]:
+    cfg = make_config(*HANDS_FREE)
+    built = {"vad": SileroVad(silero_model_path(assets)), "kws": backends.kws(cfg, assets),
+             "asr": backends.asr(cfg, assets), "tts": backends.tts(cfg, assets),
+             "llm": LlamaLlm(qwen_gguf, seed=1234, max_tokens=40)}
+    for m in built.values():
+        m.load()
+    yield built
+    for m in built.values():
+        m.close()
+
+
+@pytest.fixture
+def talk(run_replay, models):
+    """Replay a session through the real models, with the echo."""
+
+    async def run(audio: np.ndarray, *overrides: str, llm: Any = None, echo: Echo = ECHO, **kw: Any):
+        models["llm"].history.clear()
+        return await run_replay(audio, *HANDS_FREE, *overrides, asr=models["asr"], llm=llm or models["llm"],
+                                tts=models["tts"], kws=models["kws"], vad_model=models["vad"], echo=echo, **kw)
+
+    return run
+
+
+def transcripts(r) -> list[str]:
+    return [e["text"] for e in r.events if e["type"] == "transcript"]
+
+
+async def playback_start(run_replay, models, layout: sessions.Layout, *overrides: str) -> float:
+    """When the reply to the session's first request starts playing (the same in every replay of
+    the same audio, as model compute takes no session time): found with a quick probe run."""
+    r = await run_replay(layout.audio, *HANDS_FREE, *overrides, asr=ScriptedAsr("你在吗"),
+                         llm=ScriptedLlm("在的。"), tts=ToneTts(), kws=models["kws"], vad_model=models["vad"])
+    return float(r.first("playback_started")["t"])
+
+
+async def test_one_turn_with_echo_and_nobody_talking_over_it_has_no_barge_in(talk):
+    r = await talk(sessions.one_turn().audio)
+    assert "barge_in" not in r.types()
+    assert r.transitions()[:4] == [
+        ("idle", "listening", "wake"), ("listening", "thinking", "speech_end"),
+        ("thinking", "speaking", "first_audio"), ("speaking", "listening", "reply_done")]
+    assert r.transitions()[-1] == ("listening", "idle", "no_speech_timeout")
+    # The request came in the same breath as the wake word: kept, and the wake word taken off.
+    heard, = transcripts(r)
+    assert "在" in heard and "小智" not in heard
+    assert r.first("playback_finished")["interrupted"] is False
+    reply_s = r.summary["turns"][0]
+    assert reply_s["reply"]
+    canceller = r.summary["echo_defence"]["canceller"]
+    assert canceller["echo_chunks"] > 25 and canceller["erle_db"] > 10
+
+
+async def test_speech_over_the_reply_barges_in_from_its_onset(talk, run_replay, models, monkeypatch):
+    start = await playback_start(run_replay, models, sessions.one_turn())
+    layout = sessions.interrupted_turn(start, after_s=1.0)
+    decided: list[float] = []
+    cleared: list[float] = []
+
+    def on_event(t: float, event: object) -> None:
+        if isinstance(event, BargeIn):
+            decided.append(time.perf_counter())
+
+    from assistant.audio import replay as replay_audio
+
+    original_clear = replay_audio.ReplaySpeaker.clear
+
+    def timed_clear(self: replay_audio.ReplaySpeaker) -> None:
+        cleared.append(time.perf_counter())
+        original_clear(self)
+
+    monkeypatch.setattr(replay_audio.ReplaySpeaker, "clear", timed_clear)
+    r = await talk(layout.audio, subscribers=(on_event,))
+    assert abs(r.first("playback_started")["t"] - start) < 0.1  # the probe found the same start
+    barge = r.first("barge_in")
+    onset = layout.marks["interruption"]
+    assert barge["reason"] == "speech"
+    assert onset < barge["t"] <= onset + 0.4
+    assert cleared and decided and cleared[0] - decided[0] < 0.050
+    # The new request is transcribed from its onset (with the pre-roll), not from the decision:
+    # the utterance handed to the ASR reaches back before the onset and on past the command.
+    ended = [e for e in r.events if e["type"] == "speech_ended"][1]
+    assert ended["t"] - ended["audio_s"] <= onset
+    assert ended["t"] >= onset + 1.0  # the command lasts 1.06 s
+    assert len(transcripts(r)) == 2
+    assert ("speaking", "listening", "barge_in") in r.transitions()
+    assert r.summary["barge_ins"] == [{"t": barge["t"], "reason": "speech"}]
+
+
+async def test_two_turns_through_the_follow_up_window_without_a_second_wake_word(talk, run_replay, models):
+    probe = await run_replay(sessions.one_turn().audio, *HANDS_FREE, "dialog.follow_up_s=0",
+                             asr=models["asr"], llm=models["llm"], tts=models["tts"], kws=models["kws"],
+                             vad_model=models["vad"], echo=ECHO)
+    models["llm"].history.clear()
+    reply_end = probe.first("playback_finished")["t"]
+    layout = sessions.two_turns(second_at_s=reply_end + 1.5)
+    r = await talk(layout.audio)
+    assert [e["trigger"] for e in r.events if e["type"] == "state_changed"].count("wake") == 1
+    assert r.transitions() == [
+        ("idle", "listening", "wake"), ("listening", "thinking", "speech_end"),
+        ("thinking", "speaking", "first_audio"), ("speaking", "listening", "reply_done"),
+        ("listening", "thinking", "speech_end"), ("thinking", "speaking", "first_audio"),
+        ("speaking", "listening", "reply_done"), ("listening", "idle", "no_speech_timeout")]
+    first, second = transcripts(r)
+    assert "你是谁" in second or "名字" in second, second
+    assert "barge_in" not in r.types()
+
+
+async def test_wake_then_silence_returns_to_idle_after_the_no_speech_timeout(talk, models):
+    layout = await sessions.wake_then_silence(models["tts"])
+    r = await talk(layout.audio, "listening.no_speech_timeout_s=3.0")
+    assert r.transitions() == [("idle", "listening", "wake"), ("listening", "idle", "no_speech_timeout")]
+    wake = r.first("wake_detected")
+    idle = r.first("state_changed", to="idle")
+    assert idle["t"] - wake["t"] == pytest.approx(3.0, abs=0.05)
+    # The earcon: played within 100 ms of the wake, under 100 ms long.
+    at = int(wake["t"] * 16000)
+    sound = np.flatnonzero(np.abs(r.played[at - 320:at + 16000]) > 1e-3)
+    assert sound.size and (sound[0] - 320) / 16000 <= 0.1 and (sound[-1] - sound[0]) / 16000 <= 0.1
+
+
+REPLY_WITH_WAKE_WORD = "我叫小智。你叫我小智，我就会听。小智随时为你服务。"
+
+
+async def test_a_reply_that_says_the_wake_word_is_not_interrupted_by_its_echo(talk):
+    r = await talk(sessions.one_turn().audio, llm=ScriptedLlm(REPLY_WITH_WAKE_WORD))
+    assert "barge_in" not in r.types()
+    assert r.first("playback_finished")["interrupted"] is False
+    assert r.types().count("wake_detected") == 1
+
+
+async def test_without_the_canceller_the_own_words_layer_keeps_the_wake_word_from_interrupting(talk):
+    no_aec = ("echo.cancel=false", "barge_in.by_speech=false")
+    r = await talk(sessions.one_turn().audio, *no_aec, llm=ScriptedLlm(REPLY_WITH_WAKE_WORD))
+    assert "barge_in" not in r.types()
+    assert r.summary["echo_defence"]["own_words"] >= 1
+    # ... and the layer is what did it: without it the echo of 小智 interrupts the reply.
+    r = await talk(sessions.one_turn().audio, *no_aec, "echo.own_words=false", llm=ScriptedLlm(REPLY_WITH_WAKE_WORD))
+    assert r.first("barge_in")["reason"] == "wake_word"
