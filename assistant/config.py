@@ -67,6 +67,8 @@ class WakeConfig:
                      choices=("keyword", "always"))
     keywords: tuple[str, ...] = _opt(("小智小智",), "Wake words, written in Chinese characters.")
     earcon: bool = _opt(True, "Play a short chime (under 100 ms) when the wake word is heard.")
+    verify: bool = _opt(False, "Second stage: the ASR must hear the wake word in its window too (fewer false wakes).")
+    verify_window_s: float = _opt(2.0, "Audio before the keyword spotter fired that the ASR checks.", lo=0.5, hi=5.0)
 
 
 @dataclass(frozen=True)

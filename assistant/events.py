@@ -44,6 +44,15 @@ class WakeDetected(Event):
 
 
 @dataclass(frozen=True)
+class WakeRejected(Event):
+    """The keyword spotter fired but the second stage (the ASR on the wake window) did not hear it."""
+
+    type: ClassVar[str] = "wake_rejected"
+    keyword: str
+    heard: str
+
+
+@dataclass(frozen=True)
 class SpeechStarted(Event):
     type: ClassVar[str] = "speech_started"
 

@@ -69,7 +69,9 @@ class Interruptible(State):
         onset = self.detector.feed(windows)
         if self.detector.muted_runs > muted:
             s.bus.publish(EchoIgnored(layer="echo_window", detail="speech right after playback started"))
-        if onset is not None and not s.is_noise(onset):
+        if onset is not None and s.is_noise(onset):
+            self.detector.skip_run()
+        elif onset is not None:
             await barge_in(s, "speech", onset)
 
     async def on_keyword(self, keyword: str) -> None:

@@ -3,7 +3,8 @@
 The keyword spotter fires a little after the wake word ends. If the speaker goes straight on
 ("小智小智，现在几点"), the request is in the same run of speech: listening is told where that run
 began, and keeps it if the speech goes on (the wake word is taken off the transcript later).
-The earcon is played only if the speaker has paused.
+The earcon is played only if the speaker has paused. With ``wake.verify`` a second stage checks
+the spotter: the ASR must hear the wake word in the audio just before it fired.
 """
 
 from __future__ import annotations
@@ -14,11 +15,15 @@ import structlog
 
 from assistant.audio.earcon import chime
 from assistant.audio.protocols import Samples
-from assistant.events import WakeDetected
+from assistant.audio.wav import resample
+from assistant.events import WakeDetected, WakeRejected
+from assistant.text.echo_match import match
 from states.onset import OnsetDetector
 from states.state import State, VadWindow
 
 log = structlog.get_logger("idle")
+
+VERIFY_SIMILARITY = 0.5  # of the wake word's syllables to the best span of the transcript
 
 
 class Idle(State):
@@ -42,19 +47,43 @@ class Idle(State):
                 self.run_start = w.end - s.vad_window
         if s.cfg.wake.mode == "always":
             onset = self.onset.feed(windows)
-            if onset is not None and not s.is_noise(onset):
+            if onset is not None and s.is_noise(onset):
+                self.onset.skip_run()
+            elif onset is not None:
                 await s.fire("wake", onset=onset)
 
     async def on_keyword(self, keyword: str) -> None:
         s = self.session
         if s.cfg.wake.mode != "keyword" or keyword not in s.cfg.wake.keywords:
             return  # a stop word, with nothing to stop
+        if s.cfg.wake.verify:
+            if not self.tasks.active:
+                self.tasks.spawn(self._verify(keyword, self.run_start, s.clock.samples), "verify")
+            return
+        await self._wake(keyword, self.run_start)
+        await s.fire("wake", speech_from=self.run_start)
+
+    async def _wake(self, keyword: str, speech_from: int | None) -> None:
+        """Announce the wake (event, earcon); the caller then fires or requests the transition."""
+        s = self.session
         log.info("wake word", keyword=keyword)
         s.bus.publish(WakeDetected(keyword=keyword))
-        if s.cfg.wake.earcon and self.run_start is None:
+        if s.cfg.wake.earcon and speech_from is None:
             await s.sink.write(chime(s.sink.sample_rate))
         elif s.cfg.wake.earcon:
             # The request follows in the same breath: the chime would only be talked over, and the
             # echo canceller would suppress the speech under it.
             log.debug("earcon skipped: the speaker goes on")
-        await s.fire("wake", speech_from=self.run_start)
+
+    async def _verify(self, keyword: str, speech_from: int | None, fired_at: int) -> None:
+        """The second stage, in a task the state owns: wake only if the ASR hears the keyword too."""
+        s, rate = self.session, self.session.cfg.audio.sample_rate
+        window = s.history.slice(fired_at - int(s.cfg.wake.verify_window_s * rate), fired_at)
+        heard = await s.models.asr.transcribe(resample(window, rate, s.models.asr.sample_rate))
+        score = match(keyword, [heard]).score
+        if score < VERIFY_SIMILARITY:
+            log.info("wake word not confirmed by the ASR", keyword=keyword, heard=heard, score=round(score, 2))
+            s.bus.publish(WakeRejected(keyword=keyword, heard=heard))
+            return
+        await self._wake(keyword, speech_from)
+        s.request("wake", speech_from=speech_from)

@@ -63,7 +63,8 @@ class Listening(State):
         s = self.session
         started, utterance = self.endpointer.feed(windows)
         if started is not None and utterance is None and s.is_noise(started):
-            self.endpointer = Endpointer.from_config(s.cfg, s.vad_window)
+            self.endpointer.onset = None
+            self.endpointer.detector.skip_run()
             return
         if started is not None:
             s.bus.publish(SpeechStarted())

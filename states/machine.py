@@ -22,7 +22,7 @@ TRANSITIONS: list[dict[str, Any]] = [
      "conditions": "follow_up_enabled"},
     {"trigger": "reply_done", "source": ["thinking", "speaking"], "dest": "idle"},
     {"trigger": "barge_in", "source": ["thinking", "speaking"], "dest": "listening"},
-    {"trigger": "stop", "source": ["thinking", "speaking"], "dest": "idle"},  # a stop word
+    {"trigger": "stop", "source": ["thinking", "speaking"], "dest": "idle"},  # a stop word: silence
     {"trigger": "error", "source": "*", "dest": "idle"},
     {"trigger": "watchdog", "source": "*", "dest": "idle"},
 ]

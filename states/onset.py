@@ -26,6 +26,11 @@ class OnsetDetector:
         self._onset: int | None = None
         self._counted = 0
         self._ignored = 0
+        self._skipping = False
+
+    def skip_run(self) -> None:
+        """The run just reported was refused (noise): ignore the rest of it, until a pause."""
+        self._skipping = True
 
     def prime(self, onset: int) -> None:
         """Speech is already going on since ``onset``: if it goes on long enough, that is the onset."""
@@ -35,7 +40,9 @@ class OnsetDetector:
         """The absolute sample where the speech began, on the window that completes the run."""
         for w in windows:
             if w.prob < self.threshold:
-                self._onset, self._counted, self._ignored = None, 0, 0
+                self._onset, self._counted, self._ignored, self._skipping = None, 0, 0, False
+                continue
+            if self._skipping:
                 continue
             if self._onset is None:
                 self._onset = w.end - self.window

@@ -22,7 +22,7 @@ from assistant.audio.wav import resample
 from assistant.events import EchoIgnored, Error, PlaybackFinished, Transcript
 from assistant.pipeline import PipelineOptions, SpeechPipeline
 from assistant.tasks import TaskScope
-from assistant.text.echo_match import is_echo, match
+from assistant.text.echo_match import is_echo, match, syllables
 from assistant.text.wake import strip_wake_words
 
 if TYPE_CHECKING:
@@ -68,6 +68,10 @@ class Reply:
                 return
             if utterance_start is not None and self._is_own_echo(text, utterance_start):
                 s.request("reply_done", owner=self)
+                return
+            if self._is_stop_word(text):
+                log.info("stop word: no reply", transcript=text)
+                s.request("stop", owner=self)
                 return
             self.stage = "reply"
             s.reply_started()
@@ -116,6 +120,12 @@ class Reply:
         except Exception as exc:
             log.warning("speculative transcription failed, transcribing again", error=str(exc))
             return None
+
+    def _is_stop_word(self, text: str) -> bool:
+        """The whole request is a stop word (it interrupted the last reply by speech, before the
+        keyword spotter had heard it all): nothing to answer."""
+        words = self.session.cfg.barge_in.stop_words
+        return any(syllables(text) == syllables(w) for w in words)
 
     def _is_own_echo(self, text: str, utterance_start: int) -> bool:
         """The transcript layer of the echo defence: the assistant's own words, heard back."""

@@ -199,7 +199,9 @@ class Session:
         if self.noise_guard is None:
             return False
         rate = self.cfg.audio.sample_rate
-        before = self.history.slice(onset - int(0.3 * rate), onset)
+        # A second before the onset: the VAD may rise slowly on noise, and the median level of that
+        # second is still the quiet before it.
+        before = self.history.slice(onset - rate, onset)
         verdict = self.noise_guard.check(before, self.history.slice(onset, self.clock.samples))
         if verdict.noise:
             log.info("onset refused as noise", flatness=round(verdict.flatness, 2), rise_db=round(verdict.rise_db, 1))

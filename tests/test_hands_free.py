@@ -173,3 +173,21 @@ async def test_without_the_canceller_the_own_words_layer_keeps_the_wake_word_fro
     # ... and the layer is what did it: without it the echo of 小智 interrupts the reply.
     r = await talk(sessions.one_turn().audio, *no_aec, "echo.own_words=false", llm=ScriptedLlm(REPLY_WITH_WAKE_WORD))
     assert r.first("barge_in")["reason"] == "wake_word"
+
+
+async def test_the_second_stage_confirms_a_real_wake_word(talk):
+    r = await talk(sessions.one_turn().audio, "wake.verify=true")
+    assert "wake_rejected" not in r.types()
+    assert r.transitions()[0] == ("idle", "listening", "wake")
+    assert "在" in transcripts(r)[0]
+
+
+async def test_a_spoken_stop_word_over_the_reply_stops_it(talk, run_replay, models):
+    start = await playback_start(run_replay, models, sessions.one_turn())
+    stop = await sessions.spoken(models["tts"], "别说了。")
+    layout = sessions.Layout().pause(0.5).add(sessions.wake_and_request(), "request")
+    layout.pause_until(start + 1.0).add(stop, "stop").pause(6.0)
+    long_reply = "是的，我在。我是一个离线的普通话语音助手，可以回答问题，也可以帮你设定提醒和闹钟。"
+    r = await talk(layout.audio, "barge_in.by_speech=false", llm=ScriptedLlm(long_reply))
+    assert r.first("barge_in")["reason"] == "stop_word"
+    assert ("speaking", "idle", "stop") in r.transitions()

@@ -1,0 +1,101 @@
+"""Listening and barge-in details on replayed sessions: the noise guard, the speculative ASR, stop
+words, the transcript echo filter and the wake word's second stage. The VAD is the real one; the
+other models are doubles where they are not what is tested."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from models.sherpa_vad import silero_model_path
+from models.silero_vad import SileroVad
+from tests.conftest import real, session_of, silence
+from tests.doubles import ScriptedAsr, ScriptedKws, ScriptedLlm
+from tests.test_replay import LONG_REPLY, barge_in_session
+
+
+def white_noise(seconds: float, dbfs: float) -> np.ndarray:
+    x = np.random.default_rng(7).standard_normal(int(seconds * 16000))
+    return (x * 10 ** (dbfs / 20)).astype(np.float32)
+
+
+async def test_a_burst_of_flat_noise_is_not_taken_for_speech(run_replay, assets):
+    vad = SileroVad(silero_model_path(assets))
+    vad.load()
+    session = session_of(silence(1.0), white_noise(1.0, -20), silence(3.0))
+    # A very sensitive VAD (threshold 0.05) takes white noise for speech; the guard refuses its onset.
+    sensitive = ("vad.threshold=0.05", "dialog.follow_up_s=0")
+    guarded = await run_replay(session, *sensitive, vad_model=vad)
+    assert guarded.transitions() == []
+    assert guarded.summary["noise_rejected"] >= 1
+    unguarded = await run_replay(session, *sensitive, "vad.noise_guard=false", vad_model=vad)
+    assert unguarded.transitions()[0] == ("idle", "listening", "wake")
+    # Real speech after silence passes the guard.
+    speech = await run_replay(session_of(real("ask_who_are_you.wav"), silence(1.0)), "dialog.follow_up_s=0",
+                              vad_model=vad)
+    assert speech.summary["noise_rejected"] == 0 and len(speech.summary["turns"]) == 1
+    vad.close()
+
+
+async def test_the_speculative_transcript_is_used_when_no_more_speech_comes(run_replay):
+    session = session_of(real("cmd_qiehuan_1.wav"), silence(2.0))
+    asr = ScriptedAsr("切换前视")
+    r = await run_replay(session, "dialog.follow_up_s=0", asr=asr)
+    ended = r.first("speech_ended")
+    # One ASR run, started before the endpoint on the speech so far: shorter than the utterance.
+    assert asr.calls == 1 and len(asr.heard[0]) / 16000 < ended["audio_s"] - 0.05
+    assert r.first("transcript")["text"] == "切换前视" and r.first("transcript")["t"] == ended["t"]
+    off = ScriptedAsr("切换前视")
+    r = await run_replay(session, "dialog.follow_up_s=0", "vad.speculative_silence_ms=0", asr=off)
+    assert off.calls == 1 and len(off.heard[0]) / 16000 == r.first("speech_ended")["audio_s"]
+
+
+async def test_a_speculation_is_dropped_when_the_speaker_goes_on(run_replay):
+    # 告诉我，你是谁？你叫什么名字？ has pauses longer than the speculative silence, shorter than the endpoint.
+    asr = ScriptedAsr("告诉我，你是谁？你叫什么名字？")
+    r = await run_replay(session_of(real("ask_who_are_you.wav"), silence(1.0)), "dialog.follow_up_s=0", asr=asr)
+    assert asr.calls >= 2  # speculations started in the pauses, then again at the end
+    assert len(asr.heard) == 1  # all on the one utterance, none used for a part of it
+    assert len(r.summary["turns"]) == 1
+
+
+async def test_a_stop_word_heard_over_the_reply_ends_it_without_an_answer(run_replay):
+    asr, llm = ScriptedAsr("你是谁", "别说了"), ScriptedLlm(LONG_REPLY, "好的。")
+    r = await run_replay(barge_in_session(), "dialog.follow_up_s=0", asr=asr, llm=llm)
+    assert r.transitions()[-3:] == [("speaking", "listening", "barge_in"), ("listening", "thinking", "speech_end"),
+                                    ("thinking", "idle", "stop")]
+    assert r.types().count("playback_started") == 1 and len(llm.asked) == 1
+
+
+async def test_a_stop_word_from_the_keyword_spotter_stops_the_reply(run_replay):
+    kws = ScriptedKws("别说了", 5.0)
+    r = await run_replay(barge_in_session(), "dialog.follow_up_s=0", "barge_in.by_speech=false",
+                         llm=ScriptedLlm(LONG_REPLY), kws=kws)
+    assert r.first("barge_in")["reason"] == "stop_word"
+    assert ("speaking", "idle", "stop") in r.transitions()
+    assert r.first("playback_finished")["interrupted"] is True
+
+
+async def test_an_utterance_that_is_the_reply_heard_back_is_dropped(run_replay):
+    asr = ScriptedAsr("你是谁", "一个离线的普通话语音助手")  # what Whisper makes of the reply's echo
+    r = await run_replay(barge_in_session(), "dialog.follow_up_s=0", asr=asr, llm=ScriptedLlm(LONG_REPLY))
+    assert r.first("echo_ignored")["layer"] == "transcript"
+    assert r.summary["echo_defence"]["transcript"] == 1
+    assert r.types().count("playback_started") == 1  # nothing said in reply to itself
+    # The same words long after the assistant spoke are the user's, and answered.
+    later = session_of(real("ask_who_are_you.wav"), silence(10.0), real("cmd_qiehuan_1.wav"), silence(1.0))
+    asr = ScriptedAsr("你是谁", "一个离线的普通话语音助手")
+    r = await run_replay(later, "dialog.follow_up_s=12", asr=asr, llm=ScriptedLlm("我是听说。", "对。"))
+    assert r.summary["echo_defence"]["transcript"] == 0 and r.types().count("playback_started") == 2
+
+
+async def test_the_second_stage_refuses_a_wake_the_asr_does_not_hear(run_replay):
+    session = session_of(silence(0.5), real("ask_who_are_you.wav"), silence(2.0))
+    verify = ("wake.mode='keyword'", "wake.verify=true", "dialog.follow_up_s=0")
+    rejected = await run_replay(session, *verify, kws=ScriptedKws("小智小智", 1.0), asr=ScriptedAsr("告诉我"))
+    assert rejected.first("wake_rejected") == {"t": rejected.first("wake_rejected")["t"], "type": "wake_rejected",
+                                               "keyword": "小智小智", "heard": "告诉我"}
+    assert rejected.transitions() == []
+    confirmed = await run_replay(session, *verify, kws=ScriptedKws("小智小智", 0.4),
+                                 asr=ScriptedAsr("小志小志", "你是谁"))
+    assert confirmed.transitions()[0] == ("idle", "listening", "wake")
+    assert [e["text"] for e in confirmed.events if e["type"] == "transcript"] == ["你是谁"]
