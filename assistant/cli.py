@@ -102,9 +102,9 @@ def cmd_run(cfg: Config, args: argparse.Namespace) -> int:
     try:
         models = backends.conversation(cfg)
         app.load(models)
-        if args.record is not None:
-            recorder = app.recorder(args.record, cfg.audio.sample_rate)
         try:
+            if args.record is not None:
+                recorder = app.recorder(args.record, cfg.audio.sample_rate)
             cache = backends.phrase_cache(cfg, backends.assets_for(cfg))
             asyncio.run(app.run_live(cfg, clock, source, sink, models, phrase_cache=cache, recorder=recorder))
         finally:

@@ -13,10 +13,15 @@ import struct
 from pathlib import Path
 from typing import BinaryIO
 
+import structlog
+
 from assistant.audio.protocols import Samples
 from assistant.audio.wav import to_pcm16
 
 HEADER_BYTES = 44
+MAX_DATA_BYTES = 2**32 - 1 - 36  # what a RIFF header can count: about 37 hours at 16 kHz
+
+log = structlog.get_logger("recorder")
 
 
 class GrowingWav:
@@ -27,11 +32,18 @@ class GrowingWav:
         self.sample_rate = sample_rate
         self.update_every = int(update_every_s * sample_rate)
         self.samples = 0
+        self.full = False
         self._since_update = 0
         self._f: BinaryIO = path.open("wb")
         self._header()
 
     def write(self, audio: Samples) -> None:
+        if 2 * (self.samples + len(audio)) > MAX_DATA_BYTES:
+            if not self.full:
+                log.warning("recording full: a wav file holds at most 37 hours; the rest is not recorded",
+                            path=str(self.path))
+                self.full = True
+            return
         self._f.write(to_pcm16(audio))
         self.samples += len(audio)
         self._since_update += len(audio)
