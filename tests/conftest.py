@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,3 +119,38 @@ def quiet_logs() -> None:
     from assistant import logs
 
     logs.setup("warning", "console")
+
+
+@dataclass
+class StopTimer:
+    """Wall-clock times of each barge-in decision and of each clearing of the replay speaker."""
+
+    decided: list[float]
+    cleared: list[float]
+
+    def __call__(self, t: float, event: object) -> None:  # a bus subscriber
+        from assistant.events import BargeIn
+
+        if isinstance(event, BargeIn):
+            self.decided.append(time.perf_counter())
+
+    @property
+    def decision_to_clear_s(self) -> float:
+        assert self.decided and self.cleared, "no barge-in, or the speaker was never cleared"
+        return self.cleared[0] - self.decided[0]
+
+
+@pytest.fixture
+def stop_timer(monkeypatch: pytest.MonkeyPatch) -> StopTimer:
+    """Pass it as a subscriber; it also times ``ReplaySpeaker.clear``."""
+    from assistant.audio import replay as replay_audio
+
+    timer = StopTimer([], [])
+    original_clear = replay_audio.ReplaySpeaker.clear
+
+    def timed_clear(self: replay_audio.ReplaySpeaker) -> None:
+        timer.cleared.append(time.perf_counter())
+        original_clear(self)
+
+    monkeypatch.setattr(replay_audio.ReplaySpeaker, "clear", timed_clear)
+    return timer
