@@ -68,7 +68,8 @@ class WhisperAsr:
             raise ModelError("asr: used before load()")
         segments, _ = self._model.transcribe(
             samples, language=self.language, beam_size=self.beam_size, initial_prompt=self.initial_prompt,
-            condition_on_previous_text=False, vad_filter=False, without_timestamps=True)
+            condition_on_previous_text=False, vad_filter=False, without_timestamps=True,
+            temperature=0.0)  # no sampling fallback: the same audio always gives the same text (replays)
         texts = []
         for segment in segments:  # decoding happens as the generator is advanced
             texts.append(segment.text.strip())

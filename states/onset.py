@@ -13,7 +13,7 @@ class OnsetDetector:
 
     Windows ending at or before ``ignore_until`` (an echo window) never count towards the run, but
     a run that began inside it keeps its true onset, so the captured speech starts where it began.
-    ``muted_runs`` counts the runs that would have fired had the echo window not muted them.
+    ``muted_runs`` counts the runs of speech the echo window muted (at least one window ignored).
     """
 
     def __init__(self, min_speech_samples: int, window_samples: int, threshold: float = 0.5,
@@ -49,9 +49,9 @@ class OnsetDetector:
             if w.end > self.ignore_until:
                 self._counted += self.window
             else:
-                self._ignored += self.window
-                if self._ignored + self._counted >= self.min_speech > self._ignored + self._counted - self.window:
+                if not self._ignored:
                     self.muted_runs += 1
+                self._ignored += self.window
             if self._counted >= self.min_speech:
                 onset, self._onset, self._counted, self._ignored = self._onset, None, 0, 0
                 return onset

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,7 +82,7 @@ def qwen_gguf(assets: Assets) -> Path:
 
 
 @pytest.fixture
-def vad(assets: Assets) -> SherpaSileroVad:
+def vad(assets: Assets) -> Iterator[SherpaSileroVad]:
     v = SherpaSileroVad(silero_model_path(assets))
     v.load()
     yield v

@@ -1,0 +1,236 @@
+"""Benchmark of the hands-free echo defence: self-interruption rate and barge-in latency.
+
+    .venv/bin/python benchmarks/echo.py [--sessions 6] [--barge-ins 4]
+
+Replayed sessions through the real models (silero VAD, keyword spotter, Whisper, Qwen 0.5B, Kokoro),
+with the microphone hearing the reply at gain 0.5, 40 ms late, as the hands-free tests do.
+
+- Self-interruption: one-turn sessions where nobody talks over the reply, each with another
+  request and LLM seed, replayed with each echo-defence configuration. The LLM is loaded afresh
+  for every run, so a session gets the same reply under every configuration. Any barge-in there
+  is a self-interruption; a second turn is the assistant answering its own echo.
+- Barge-in latency: 切换前视 said over the reply, ``after_s`` into it, all layers on. Latency is
+  the barge-in event minus the speech onset (session time), and the wall time from the decision
+  to the sink being cleared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from assistant import backends, logs  # noqa: E402
+from assistant.audio import replay as replay_audio  # noqa: E402
+from assistant.events import BargeIn, Subscriber  # noqa: E402
+from assistant.replay import Echo, replay  # noqa: E402
+from models.assets import Assets  # noqa: E402
+from models.llama_llm import LlamaLlm  # noqa: E402
+from models.sherpa_vad import silero_model_path  # noqa: E402
+from models.silero_vad import SileroVad  # noqa: E402
+from states.session import Backends  # noqa: E402
+from tests import sessions  # noqa: E402
+from tests.conftest import SHARED, make_config  # noqa: E402
+from tests.doubles import ScriptedAsr, ScriptedLlm, ToneTts  # noqa: E402
+
+ECHO = Echo(gain=0.5, delay_ms=40)
+HANDS_FREE = ("wake.mode=keyword", 'wake.keywords=["小智"]', "echo.cancel=true", "dialog.follow_up_s=4.0")
+NO_AEC = ("echo.cancel=false",)
+NO_WINDOW = (*NO_AEC, "speaking.echo_window_ms=0")
+DEFENCES: list[tuple[str, tuple[str, ...]]] = [
+    ("all layers on", ()),
+    ("no canceller", NO_AEC),
+    ("no canceller, no echo window", NO_WINDOW),
+    ("all off", (*NO_WINDOW, "echo.transcript_filter=false", "echo.own_words=false")),
+]
+# Said by the TTS in one breath with the wake word (one_turn() says its request in a real recording).
+QUESTIONS = ["北京是哪个国家的首都？", "给我讲一个很短的笑话。", "怎么做番茄炒蛋？", "推荐一本适合周末看的书。",
+             "为什么天空是蓝色的？", "明天出门要带伞吗？"]
+AFTER_S = [0.8, 1.0, 1.3, 1.6, 2.0, 2.5, 3.0, 3.5]
+SEED = 1234
+Models = dict[str, Any]
+Events = list[dict[str, Any]]
+
+
+async def quiet_turns(tts: Any, n: int) -> list[tuple[str, sessions.Layout]]:
+    """``n`` one-turn sessions with different requests (cycled if ``n`` exceeds them)."""
+    wake = await sessions.spoken(tts, "小智。")
+    pool = [("real: 嘿，小智你在吗", sessions.one_turn()),
+            ("tts 小智。 + real cmd_qiehuan_2", sessions.Layout().pause(0.5).add(wake).pause(0.4)
+             .clip("cmd_qiehuan_2.wav", "request").pause(14.0))]
+    for q in QUESTIONS:
+        said = await sessions.spoken(tts, f"小智，{q}")
+        pool.append((f"tts: 小智，{q}", sessions.Layout().pause(0.5).add(said, "request").pause(14.0)))
+    return [pool[i % len(pool)] for i in range(n)]
+
+
+def events_of(out: Path) -> Events:
+    return [json.loads(line) for line in (out / "events.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+async def run(models: Models, audio: Any, overrides: tuple[str, ...], out: Path, *, seed: int,
+              subscribers: tuple[Subscriber, ...] = ()) -> tuple[dict[str, Any], Events]:
+    """One replay with the real models and a freshly loaded LLM (so its sampling starts from ``seed``)."""
+    llm = LlamaLlm(models["gguf"], seed=seed, max_tokens=60)
+    llm.load()
+    models["vad"].reset()
+    chain = Backends(vad=models["vad"], asr=models["asr"], llm=llm, tts=models["tts"], kws=models["kws"])
+    try:
+        summary = await replay(make_config(*HANDS_FREE, *overrides), audio, out, chain, echo=ECHO,
+                               subscribers=subscribers)
+    finally:
+        llm.close()
+    return summary, events_of(out)
+
+
+async def self_interruptions(models: Models, n: int, out: Path) -> None:
+    counts = {name: Counter[str]() for name, _ in DEFENCES}
+    erle: dict[str, list[float]] = {name: [] for name, _ in DEFENCES}
+    rows: list[str] = []
+    for i, (label, layout) in enumerate(await quiet_turns(models["tts"], n)):
+        cells: list[str] = []
+        for d, (name, overrides) in enumerate(DEFENCES):
+            summary, events = await run(models, layout.audio, overrides, out / f"quiet{i}_{d}", seed=SEED + i)
+            count, defence, barges = counts[name], summary["echo_defence"], summary["barge_ins"]
+            count.update(barged=bool(barges), extra=max(0, len(summary["turns"]) - 1),
+                         **{k: defence[k] for k in ("echo_window", "transcript", "own_words")})
+            if (aec := defence["canceller"]) is not None:
+                count.update(acted=aec["acted_chunks"], echo=aec["echo_chunks"])
+                erle[name].append(aec["erle_db"])
+            if d == 0:
+                played = [e["t"] for e in events if e["type"] in ("playback_started", "playback_finished")]
+                reply_s = played[1] - played[0] if len(played) > 1 else float("nan")
+                print(f"session {i}: {label} -> {summary['turns'][0]['reply'] if summary['turns'] else None}",
+                      file=sys.stderr)
+            barged = ", ".join(f"{b['reason']}@{b['t']:.2f}" for b in barges) or "-"
+            cells.append(f"{barged} ({len(summary['turns'])} turns)")
+        rows.append(f"| {i} | {label} | {reply_s:.1f} | {' | '.join(cells)} |")
+    print(f"\n## Self-interruption ({n} sessions nobody talks over, echo gain {ECHO.gain}, {ECHO.delay_ms:.0f} ms)\n")
+    print("| defence | self-interruptions | extra turns | echo window | transcript filter | own words | "
+          "canceller acted / echo chunks | mean ERLE (dB) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, _ in DEFENCES:
+        c = counts[name]
+        aec = f"{c['acted']} / {c['echo']} | {statistics.mean(erle[name]):.1f}" if erle[name] else "off | -"
+        print(f"| {name} | {c['barged']} / {n} | {c['extra']} | {c['echo_window']} | {c['transcript']} | "
+              f"{c['own_words']} | {aec} |")
+    print("\nPer session: barge-ins (reason@session s) and turns, per defence configuration.\n")
+    print(f"| # | request | reply (s) | {' | '.join(name for name, _ in DEFENCES)} |")
+    print(f"|---|---|---|{'---|' * len(DEFENCES)}")
+    print("\n".join(rows))
+
+
+async def playback_start(models: Models, layout: sessions.Layout, out: Path) -> float:
+    """When the reply starts playing, from a quick probe run like playback_start() in test_hands_free."""
+    models["vad"].reset()
+    chain = Backends(vad=models["vad"], asr=ScriptedAsr("你在吗"), llm=ScriptedLlm("在的。"), tts=ToneTts(),
+                     kws=models["kws"])
+    await replay(make_config(*HANDS_FREE), layout.audio, out, chain)
+    return float(next(e["t"] for e in events_of(out) if e["type"] == "playback_started"))
+
+
+async def barge_in_latency(models: Models, m: int, out: Path) -> None:
+    start = await playback_start(models, sessions.one_turn(), out / "probe")
+    original = replay_audio.ReplaySpeaker.clear
+    marks: dict[str, float] = {}  # wall clock of this run's barge-in decision, then of the next clear
+
+    def on_event(t: float, event: object) -> None:
+        if isinstance(event, BargeIn):
+            marks.setdefault("decided", time.perf_counter())
+
+    def timed_clear(self: replay_audio.ReplaySpeaker) -> None:
+        if "decided" in marks:
+            marks.setdefault("cleared", time.perf_counter())
+        original(self)
+
+    latencies: list[float] = []
+    stops: list[float] = []
+    rows: list[str] = []
+    min_speech_s = make_config(*HANDS_FREE).barge_in.min_speech_ms / 1000
+    replay_audio.ReplaySpeaker.clear = timed_clear  # type: ignore[method-assign]
+    try:
+        for i, after_s in enumerate((AFTER_S + [AFTER_S[-1] + 0.5 * k for k in range(1, m)])[:m]):
+            layout = sessions.interrupted_turn(start, after_s)
+            onset = layout.marks["interruption"]
+            marks.clear()
+            summary, events = await run(models, layout.audio, (), out / f"barge{i}", seed=SEED,
+                                        subscribers=(on_event,))
+            played = next((e["t"] for e in events if e["type"] == "playback_started"), float("nan"))
+            row = f"| {after_s} | {onset:.2f} | {played - start:+.2f} |"
+            if not summary["barge_ins"]:
+                rows.append(f"{row} none | - | NO | - |")
+                continue
+            first = summary["barge_ins"][0]
+            latencies.append(first["t"] - onset)
+            stops.append((marks["cleared"] - marks["decided"]) * 1000 if "cleared" in marks else float("nan"))
+            ok = "yes" if 0 < latencies[-1] <= 0.4 else "NO"
+            early = " †" if latencies[-1] < min_speech_s else ""  # the run began before the user spoke
+            rows.append(f"{row} {first['reason']}@{first['t']:.2f} | {latencies[-1]:.3f}{early} | {ok} | "
+                        f"{stops[-1]:.2f} |")
+    finally:
+        replay_audio.ReplaySpeaker.clear = original  # type: ignore[method-assign]
+    print(f"\n## Barge-in latency ({m} sessions, all layers on; probe: playback starts at {start:.2f} s)\n")
+    print("| after_s | onset (s) | playback start − probe (s) | barge-in | latency (s) | ≤ 0.4 s | "
+          "decision → sink cleared (ms) |")
+    print("|---|---|---|---|---|---|---|")
+    print("\n".join(rows))
+    if latencies:
+        print(f"\nLatency min / median / max: {min(latencies):.3f} / {statistics.median(latencies):.3f} / "
+              f"{max(latencies):.3f} s; decision → sink cleared: {min(stops):.2f} / {statistics.median(stops):.2f} / "
+              f"{max(stops):.2f} ms; {sum(0 < x <= 0.4 for x in latencies)} / {m} within 0.4 s")
+    if min(latencies, default=1.0) < min_speech_s:
+        print(f"\n† under barge_in.min_speech_ms ({min_speech_s:.2f} s): the run of speech that decided it began "
+              "before the user's onset (such as residual echo of the reply running into it).")
+
+
+def cpu_name() -> str:
+    info = Path("/proc/cpuinfo")
+    names = [line.split(":", 1)[1].strip() for line in info.read_text().splitlines()
+             if line.startswith("model name")] if info.is_file() else []
+    return platform.processor() or (names[0] if names else "?")
+
+
+async def main(args: argparse.Namespace) -> None:
+    u = platform.uname()
+    print("# Echo defence benchmark\n")
+    print(f"{datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z} — {u.system} {u.release} {u.machine}, "
+          f"processor {cpu_name()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+    assets = Assets([SHARED / "models"])
+    cfg = make_config(*HANDS_FREE)
+    models: Models = {"vad": SileroVad(silero_model_path(assets)), "kws": backends.kws(cfg, assets),
+                      "asr": backends.asr(cfg, assets), "tts": backends.tts(cfg, assets)}
+    for model in models.values():
+        model.load()
+    models["gguf"] = assets.path("qwen2.5-coder-0.5b-instruct-q4_k_m", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
+    started = time.perf_counter()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            if args.sessions:
+                await self_interruptions(models, args.sessions, Path(tmp))
+            if args.barge_ins:
+                await barge_in_latency(models, args.barge_ins, Path(tmp))
+    finally:
+        for name in ("vad", "kws", "asr", "tts"):
+            models[name].close()
+    print(f"\n(wall time {time.perf_counter() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=6, help="quiet one-turn sessions per configuration")
+    parser.add_argument("--barge-ins", type=int, default=4, help="sessions with speech over the reply")
+    logs.setup("error")
+    asyncio.run(main(parser.parse_args()))
