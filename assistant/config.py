@@ -101,7 +101,9 @@ class SpeakingConfig:
 class BargeInConfig:
     enabled: bool = _opt(True, "Let the user interrupt a reply by speaking.")
     by_speech: bool = _opt(True, "Any speech interrupts; false: only the stop and wake words do (no echo canceller).")
-    threshold: float = _opt(0.6, "Speech probability a window needs to count towards a barge-in.", lo=0.05, hi=0.99)
+    threshold: float = _opt(0.6, "Speech probability a window needs to start a barge-in run.", lo=0.05, hi=0.99)
+    hold_threshold: float = _opt(0.3, "Once started, the run goes on while windows stay above this.",
+                                 lo=0.05, hi=0.99)
     min_speech_ms: int = _opt(200, "Speech needed (outside the echo window) to interrupt.", lo=32, hi=3000)
     stop_words: tuple[str, ...] = _opt(("停", "别说了", "闭嘴"), "Words that stop a reply (Chinese characters).",
                                        allow_empty=True)

@@ -1,6 +1,6 @@
 """Benchmark of the hands-free echo defence: self-interruption rate and barge-in latency.
 
-    .venv/bin/python benchmarks/echo.py [--sessions 6] [--barge-ins 4]
+    .venv/bin/python benchmarks/echo.py [--sessions 6] [--barge-ins 6]
 
 Replayed sessions through the real models (silero VAD, keyword spotter, Whisper, Qwen 0.5B, Kokoro),
 with the microphone hearing the reply at gain 0.5, 40 ms late, as the hands-free tests do.
@@ -231,6 +231,6 @@ async def main(args: argparse.Namespace) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=6, help="quiet one-turn sessions per configuration")
-    parser.add_argument("--barge-ins", type=int, default=4, help="sessions with speech over the reply")
+    parser.add_argument("--barge-ins", type=int, default=6, help="sessions with speech over the reply")
     logs.setup("error")
     asyncio.run(main(parser.parse_args()))

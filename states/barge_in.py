@@ -1,7 +1,8 @@
 """Barge-in: deciding that the user is talking over the reply, and stopping the reply for it.
 
-The decision is either speech (windows with probability above ``barge_in.threshold`` lasting
-``barge_in.min_speech_ms``, counted only after the echo window, ``speaking.echo_window_ms`` from
+The decision is either speech (a run of windows that starts above ``barge_in.threshold``, goes on
+while above ``barge_in.hold_threshold``, and lasts ``barge_in.min_speech_ms``, counted only after
+the echo window, ``speaking.echo_window_ms`` from
 the start of playback, when the assistant mostly hears itself), or a stop word or wake word from
 the keyword spotter, unless the reply being spoken contains that very word (the assistant heard
 itself say it).
@@ -33,7 +34,7 @@ def make_detector(session: Session, echo_window_from: int | None) -> OnsetDetect
     if echo_window_from is not None:
         mute_until = echo_window_from + cfg.speaking.echo_window_ms * rate // 1000
     return OnsetDetector(cfg.barge_in.min_speech_ms * rate // 1000, session.vad_window, cfg.barge_in.threshold,
-                         ignore_until=mute_until)
+                         ignore_until=mute_until, hold=cfg.barge_in.hold_threshold)
 
 
 async def barge_in(session: Session, reason: str, onset: int | None, trigger: str = "barge_in") -> None:

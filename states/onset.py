@@ -11,16 +11,21 @@ from states.state import VadWindow
 class OnsetDetector:
     """Fires once a run of windows with speech probability >= ``threshold`` reaches ``min_speech_samples``.
 
+    With a lower ``hold``, a run that has started goes on while the probability stays >= ``hold``
+    (silero's own hysteresis): the first syllables of someone talking over the reply dip under the
+    echo canceller, and a strict threshold would restart the count at every dip.
+
     Windows ending at or before ``ignore_until`` (an echo window) never count towards the run, but
     a run that began inside it keeps its true onset, so the captured speech starts where it began.
     ``muted_runs`` counts the runs of speech the echo window muted (at least one window ignored).
     """
 
     def __init__(self, min_speech_samples: int, window_samples: int, threshold: float = 0.5,
-                 ignore_until: int = 0) -> None:
+                 ignore_until: int = 0, hold: float | None = None) -> None:
         self.min_speech = max(min_speech_samples, 1)
         self.window = window_samples
         self.threshold = threshold
+        self.hold = threshold if hold is None else min(hold, threshold)
         self.ignore_until = ignore_until
         self.muted_runs = 0
         self._onset: int | None = None
@@ -39,7 +44,7 @@ class OnsetDetector:
     def feed(self, windows: Iterable[VadWindow]) -> int | None:
         """The absolute sample where the speech began, on the window that completes the run."""
         for w in windows:
-            if w.prob < self.threshold:
+            if w.prob < (self.hold if self._onset is not None else self.threshold):
                 self._onset, self._counted, self._ignored, self._skipping = None, 0, 0, False
                 continue
             if self._skipping:

@@ -217,3 +217,12 @@ def test_one_transition_table_and_no_other_code_assigns_the_state():
                  for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
                  if assignment.search(line)]
     assert offenders == []
+
+
+def test_a_started_run_goes_on_above_the_hold_threshold():
+    probs = [0.8, 0.5, 0.4, 0.7]  # the dips stay above hold 0.3: one run of four windows
+    run = [VadWindow((i + 1) * W, p) for i, p in enumerate(probs)]
+    assert OnsetDetector(4 * W, W, threshold=0.6, hold=0.3).feed(run) == 0
+    assert OnsetDetector(4 * W, W, threshold=0.6).feed(run) is None
+    # A run never starts below the threshold itself.
+    assert OnsetDetector(W, W, threshold=0.6, hold=0.3).feed([VadWindow(W, 0.5)]) is None
