@@ -8,6 +8,7 @@ import time
 from collections.abc import Sequence
 from contextlib import suppress
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -19,6 +20,9 @@ from assistant.config import Config
 from assistant.events import EventBus, JsonlRecorder, Subscriber
 from assistant.phrase_cache import PhraseCache
 from states.session import Backends, Session
+
+if TYPE_CHECKING:
+    from assistant.tools.answers import Tools
 
 log = structlog.get_logger("app")
 
@@ -66,7 +70,7 @@ def recorder(folder: Path, sample_rate: int) -> SessionRecorder:
 
 async def run_live(cfg: Config, clock: SampleClock, source: AudioSource, sink: AudioSink, backends: Backends,
                    subscribers: Sequence[Subscriber] = (), phrase_cache: PhraseCache | None = None,
-                   recorder: SessionRecorder | None = None) -> None:
+                   recorder: SessionRecorder | None = None, tools: Tools | None = None) -> None:
     """Hold conversations on the given devices until the source ends (Ctrl-C or SIGTERM close it).
 
     With a ``recorder`` the microphone, the playback and the events are saved as they happen.
@@ -78,7 +82,7 @@ async def run_live(cfg: Config, clock: SampleClock, source: AudioSource, sink: A
     if recorder is not None:
         events = JsonlRecorder(recorder.folder / "events.jsonl")
         bus.subscribe(events)
-    session = Session(cfg, clock, bus, source, sink, backends, phrase_cache, tap=recorder)
+    session = Session(cfg, clock, bus, source, sink, backends, phrase_cache, tap=recorder, tools=tools)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with suppress(NotImplementedError, RuntimeError):

@@ -6,11 +6,20 @@ Backend modules are imported here, when chosen, so a command never loads a runti
 
 from __future__ import annotations
 
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 from assistant.config import Config, ConfigError
 from assistant.phrase_cache import PhraseCache, default_folder, tts_key
 from models.assets import Assets
 from models.protocols import Asr, Kws, Llm, Tts, Vad
 from states.session import Backends
+
+if TYPE_CHECKING:
+    from assistant.tools.answers import Tools
+
+DATABASE = "tingshuo.sqlite3"
 
 
 def assets_for(cfg: Config) -> Assets:
@@ -95,6 +104,17 @@ def phrase_cache(cfg: Config, assets: Assets) -> PhraseCache | None:
 
     model_sha = by_name("kokoro-v1.0-int8").file("kokoro-v1.0.int8.onnx").sha256
     return PhraseCache(default_folder(), tts_key(model_sha, cfg.tts.voice, cfg.tts.speed))
+
+
+def tools(cfg: Config, data_dir: Path | None = None) -> Tools | None:
+    """The offline tools with their database (in ``data_dir``, default ``tools.data_dir``), if enabled."""
+    if not cfg.tools.enabled:
+        return None
+    from assistant.tools.answers import Tools, Volume
+    from assistant.tools.store import Store
+
+    store = Store((data_dir or cfg.data_dir()) / DATABASE)
+    return Tools(store, lambda: datetime.now().astimezone(), Volume(cfg.tools.mixer_control, cfg.audio.playback_device))
 
 
 def conversation(cfg: Config) -> Backends:

@@ -18,9 +18,10 @@ from assistant.audio.protocols import AudioDeviceError
 from assistant.audio.wav import BadAudioFile, read_wav
 from assistant.clock import SampleClock
 from assistant.config import Config, ConfigError, describe, load
+from assistant.tools.store import StoreError
 from models.protocols import ModelError
 
-USER_ERRORS = (ConfigError, BadAudioFile, ModelError, AudioDeviceError)
+USER_ERRORS = (ConfigError, BadAudioFile, ModelError, AudioDeviceError, StoreError)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -106,7 +107,9 @@ def cmd_run(cfg: Config, args: argparse.Namespace) -> int:
             if args.record is not None:
                 recorder = app.recorder(args.record, cfg.audio.sample_rate)
             cache = backends.phrase_cache(cfg, backends.assets_for(cfg))
-            asyncio.run(app.run_live(cfg, clock, source, sink, models, phrase_cache=cache, recorder=recorder))
+            tools = backends.tools(cfg)
+            asyncio.run(app.run_live(cfg, clock, source, sink, models, phrase_cache=cache, recorder=recorder,
+                                     tools=tools))
         finally:
             app.close(models)
     finally:
@@ -132,8 +135,10 @@ def cmd_replay(cfg: Config, args: argparse.Namespace) -> int:
     app.load(models)
     try:
         cache = backends.phrase_cache(cfg, backends.assets_for(cfg))
+        args.out.mkdir(parents=True, exist_ok=True)
+        tools = backends.tools(cfg, data_dir=args.out)  # the replay's own database, not the user's
         summary = asyncio.run(replay(cfg, recording, args.out, models, echo=echo, realtime=args.realtime,
-                                     phrase_cache=cache, reference=reference))
+                                     phrase_cache=cache, reference=reference, tools=tools))
     finally:
         app.close(models)
     if args.plot:

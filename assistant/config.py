@@ -125,6 +125,13 @@ class EchoConfig:
 
 
 @dataclass(frozen=True)
+class ToolsConfig:
+    enabled: bool = _opt(True, "Answer frequent commands (time, timers, todos, sums, device status) without the LLM.")
+    data_dir: str = _opt("~/.local/share/tingshuo", "Folder of the assistant's database (todos, timers, reminders).")
+    mixer_control: str = _opt("Master", "ALSA mixer control that volume commands change.")
+
+
+@dataclass(frozen=True)
 class DialogConfig:
     follow_up_s: float = _opt(6.0, "After a reply, listen this long without the wake word (0: off).",
                               lo=0, hi=120)
@@ -218,6 +225,7 @@ class Config:
     barge_in: BargeInConfig = field(default_factory=BargeInConfig)
     echo: EchoConfig = field(default_factory=EchoConfig)
     dialog: DialogConfig = field(default_factory=DialogConfig)
+    tools: ToolsConfig = field(default_factory=ToolsConfig)
     models: ModelsConfig = field(default_factory=ModelsConfig)
     kws: KwsConfig = field(default_factory=KwsConfig)
     asr: AsrConfig = field(default_factory=AsrConfig)
@@ -231,6 +239,11 @@ class Config:
         limits = {"idle": self.idle.max_s, "listening": self.listening.max_s,
                   "thinking": self.thinking.max_s, "speaking": self.speaking.max_s}
         return limits[state]
+
+    def data_dir(self) -> Path:
+        """``tools.data_dir`` made absolute against the config file's folder."""
+        p = Path(self.tools.data_dir).expanduser()
+        return p if p.is_absolute() else (self.base_dir / p).resolve()
 
     def model_dirs(self) -> list[Path]:
         """``models.dirs`` made absolute against the config file's folder."""

@@ -70,6 +70,14 @@ class Transcript(Event):
 
 
 @dataclass(frozen=True)
+class ToolAnswered(Event):
+    """The request was a frequent command, answered by an offline tool instead of the LLM."""
+
+    type: ClassVar[str] = "tool_answered"
+    intent: str
+
+
+@dataclass(frozen=True)
 class ReplyText(Event):
     type: ClassVar[str] = "reply_text"
     text: str

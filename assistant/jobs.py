@@ -62,10 +62,33 @@ def ask(cfg: Config, args: argparse.Namespace) -> int:
     sink = None if args.output else AlsaSink(cfg.audio.playback_device, cfg.audio.playback_rate,
                                              cfg.audio.playback_buffer_ms)
     assets = backends.assets_for(cfg)
-    llm, tts = backends.llm(cfg, assets), backends.tts(cfg, assets)
+    tts = backends.tts(cfg, assets)  # its files are checked first: nothing is saved that cannot be confirmed
+    local = tool_answer(cfg, args.text)
+    if local is not None:  # a frequent command: answered without loading the LLM
+        from assistant.pipeline import FixedText
+
+        with loaded(tts):
+            asyncio.run(_answer(cfg, FixedText(local), tts, args.text, sink, args.output))
+        return 0
+    llm = backends.llm(cfg, assets)
     with loaded(llm, tts):
         asyncio.run(_answer(cfg, llm, tts, args.text, sink, args.output))
     return 0
+
+
+def tool_answer(cfg: Config, text: str) -> str | None:
+    """The offline tools' answer to ``text``, or None when the LLM should answer."""
+    tools = backends.tools(cfg)
+    if tools is None:
+        return None
+    from assistant.tools.router import route
+
+    try:
+        intent = route(text, tools.now())
+        return None if intent is None else tools.answer(intent, text)
+    finally:
+        if tools.store is not None:
+            tools.store.close()
 
 
 def answer_file(cfg: Config, args: argparse.Namespace) -> int:
@@ -80,6 +103,12 @@ def answer_file(cfg: Config, args: argparse.Namespace) -> int:
         if not text:
             print("(nothing was heard in the recording)", file=sys.stderr)
             return 1
+        local = tool_answer(cfg, text)
+        if local is not None:
+            from assistant.pipeline import FixedText
+
+            asyncio.run(_answer(cfg, FixedText(local), tts, text, sink, args.output))
+            return 0
         asyncio.run(_answer(cfg, llm, tts, text, sink, args.output))
     return 0
 

@@ -13,7 +13,7 @@ finished — the naive baseline that ``assistant bench`` compares against.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,6 +53,22 @@ class PipelineOptions:
                    lookahead=t.lookahead_chunks,
                    comma_pause_ms=t.comma_pause_ms, period_pause_ms=t.period_pause_ms, trim_tail=t.trim_tail,
                    whole_reply=not t.streaming)
+
+
+class FixedText:
+    """A reply already written (a tool's answer), given to the pipeline in place of the LLM."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def load(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    async def reply(self, question: str) -> AsyncIterator[str]:
+        yield self.text
 
 
 class SpeechPipeline:

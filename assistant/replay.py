@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -26,6 +27,9 @@ from assistant.phrase_cache import PhraseCache
 from assistant.summary import SummaryBuilder
 from models.worker import LOCKSTEP
 from states.session import Backends, Session
+
+if TYPE_CHECKING:
+    from assistant.tools.answers import Tools
 
 log = structlog.get_logger("replay")
 
@@ -52,11 +56,14 @@ class Echo:
 async def replay(cfg: Config, recording: Samples, out_dir: Path, backends: Backends, *,
                  echo: Echo | None = None, realtime: bool = False,
                  subscribers: Sequence[Subscriber] = (), clock: SampleClock | None = None,
-                 phrase_cache: PhraseCache | None = None, reference: Samples | None = None) -> dict[str, Any]:
+                 phrase_cache: PhraseCache | None = None, reference: Samples | None = None,
+                 tools: Tools | None = None, start: datetime | None = None) -> dict[str, Any]:
     """Run ``recording`` through a session; write played.wav, events.jsonl and summary.json.
 
     ``reference`` is the playback recorded with a room session (``assistant run --record``): the
-    echo canceller is fed with it, since the recording holds the echo of that playback.
+    echo canceller is fed with it, since the recording holds the echo of that playback. The
+    ``tools`` see the time as ``start`` (default: now) plus the session time, so timers set in a
+    replay fall due in it.
     """
     rate = cfg.audio.sample_rate
     clock = clock or SampleClock(rate, realtime=realtime)
@@ -64,7 +71,15 @@ async def replay(cfg: Config, recording: Samples, out_dir: Path, backends: Backe
     device = ReplayDevice(recording, clock, cfg.audio.chunk_samples, echo_gain=echo.gain,
                           echo_delay_ms=echo.delay_ms, realtime=realtime, recorded_reference=reference)
     bus = EventBus(clock)
-    session = Session(cfg, clock, bus, device, device.speaker, backends, phrase_cache)  # refuses a bad set-up first
+    began = start or datetime.now().astimezone()
+
+    def now() -> datetime:
+        return began + timedelta(seconds=clock.now())
+
+    if tools is not None:
+        tools.now = now
+    session = Session(cfg, clock, bus, device, device.speaker, backends, phrase_cache,  # refuses a bad set-up first
+                      tools=tools, now=now)
     out_dir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - before the session: nothing waits yet
     recorder = JsonlRecorder(out_dir / "events.jsonl")
     summary = SummaryBuilder()

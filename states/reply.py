@@ -19,8 +19,8 @@ import structlog
 
 from assistant.audio.protocols import Samples
 from assistant.audio.wav import resample
-from assistant.events import EchoIgnored, Error, PlaybackFinished, Transcript
-from assistant.pipeline import PipelineOptions, SpeechPipeline
+from assistant.events import EchoIgnored, Error, PlaybackFinished, ToolAnswered, Transcript
+from assistant.pipeline import FixedText, PipelineOptions, SpeechPipeline
 from assistant.tasks import TaskScope
 from assistant.text.echo_match import is_echo, match, syllables
 from assistant.text.wake import strip_wake_words
@@ -75,8 +75,10 @@ class Reply:
                 return
             self.stage = "reply"
             s.reply_started()
+            local = self._tool_answer(text)
             options = PipelineOptions.from_config(s.cfg)
-            self.pipeline = SpeechPipeline(s.models.llm, s.models.tts, s.sink, s.bus, options, self._first_audio,
+            source = s.models.llm if local is None else FixedText(local)
+            self.pipeline = SpeechPipeline(source, s.models.tts, s.sink, s.bus, options, self._first_audio,
                                            cache=s.phrase_cache)
             await self.pipeline.run(text)
             self.stage = "playback"
@@ -120,6 +122,23 @@ class Reply:
         except Exception as exc:
             log.warning("speculative transcription failed, transcribing again", error=str(exc))
             return None
+
+    def _tool_answer(self, text: str) -> str | None:
+        """The answer of an offline tool, if the request is one of the frequent commands."""
+        s = self.session
+        if s.tools is None:
+            return None
+        from assistant.tools.router import route
+
+        intent = route(text, s.now())
+        if intent is None:
+            return None
+        self.stage = "tool"
+        answer = s.tools.answer(intent, text)  # quick, and committed before it is said
+        log.info("answered by a tool", intent=intent.name, answer=answer)
+        s.bus.publish(ToolAnswered(intent=intent.name))
+        self.stage = "reply"
+        return answer
 
     def _is_stop_word(self, text: str) -> bool:
         """The whole request is a stop word (it interrupted the last reply by speech, before the

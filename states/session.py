@@ -14,7 +14,8 @@ import itertools
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
@@ -34,6 +35,9 @@ from states.reply import Reply
 from states.speaking import Speaking
 from states.state import State, VadWindow
 from states.thinking import Thinking
+
+if TYPE_CHECKING:
+    from assistant.tools.answers import Tools
 
 log = structlog.get_logger("session")
 
@@ -63,13 +67,16 @@ class Session:
 
     def __init__(self, cfg: Config, clock: SampleClock, bus: EventBus, source: AudioSource,
                  sink: AudioSink, backends: Backends, phrase_cache: PhraseCache | None = None,
-                 tap: Tap | None = None) -> None:
+                 tap: Tap | None = None, tools: Tools | None = None,
+                 now: Callable[[], datetime] | None = None) -> None:
         if cfg.wake.mode == "keyword" and backends.kws is None:
             raise ModelError("wake.mode is 'keyword' but no keyword-spotting backend is configured")
         self.cfg, self.clock, self.bus = cfg, clock, bus
         self.source, self.sink, self.models = source, sink, backends
         self.phrase_cache = phrase_cache
         self.tap = tap
+        self.tools = tools
+        self.now = now or (lambda: datetime.now().astimezone())  # local wall time, for the tools
         self.echo = _echo_canceller(cfg)
         self.noise_guard = NoiseGuard(cfg.audio.sample_rate) if cfg.vad.noise_guard else None
         # What the assistant said in its last two replies, and when its playback last ended: the

@@ -99,14 +99,16 @@ def run_replay(tmp_path: Path, vad: SherpaSileroVad) -> ReplayRunner:
     async def run(recording: np.ndarray, *overrides: str, asr: Any = None, llm: Any = None,
                   tts: Any = None, kws: Any = None, echo: Echo | None = None,
                   subscribers: tuple[Any, ...] = (), realtime: bool = False, clock: Any = None,
-                  phrase_cache: Any = None, vad_model: Any = None) -> Replayed:
+                  phrase_cache: Any = None, vad_model: Any = None, tools: Any = None,
+                  start: Any = None) -> Replayed:
         out = tmp_path / f"run{next(counter)}"
         the_vad = vad_model or vad
         the_vad.reset()
         backends = Backends(vad=the_vad, asr=asr or ScriptedAsr("你是谁"), llm=llm or ScriptedLlm("我是听说。"),
                             tts=tts or ToneTts(), kws=kws)
         summary = await replay(make_config(*overrides), recording, out, backends, echo=echo,
-                               subscribers=subscribers, realtime=realtime, clock=clock, phrase_cache=phrase_cache)
+                               subscribers=subscribers, realtime=realtime, clock=clock, phrase_cache=phrase_cache,
+                               tools=tools, start=start)
         events = [json.loads(line) for line in (out / "events.jsonl").read_text(encoding="utf-8").splitlines()]
         assert summary == json.loads((out / "summary.json").read_text(encoding="utf-8"))
         return Replayed(events, summary, read_wav(out / "played.wav", RATE), out)

@@ -109,3 +109,21 @@ def test_normalize_prints_each_line_as_it_will_be_spoken(tmp_path):
     result = assistant("normalize", "现在是22:05\n第2名", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["现在是晚上十点零五分", "第二名"]
+
+
+@pytest.mark.slow
+def test_ask_answers_a_sum_without_the_llm_and_saves_a_reminder(tmp_path):
+    # An LLM that is not installed here: if the command loaded it, it would fail.
+    no_llm = ("--set", "llm.model='qwen2.5-coder-1.5b-instruct-q4_k_m'", "--set", f"models.dirs=['{SHARED_MODELS}']",
+              "--set", f"tools.data_dir='{tmp_path / 'data'}'")
+    result = assistant("ask", "--text", "12乘以8等于多少", "-o", str(tmp_path / "a.wav"), *no_llm, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "听说: 十二乘以八等于九十六。"
+    assert (tmp_path / "a.wav").stat().st_size > 16000
+    result = assistant("ask", "--text", "二十分钟后提醒我吃药", "-o", str(tmp_path / "b.wav"), *no_llm, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("听说: 好的，二十分钟后，也就是") and "提醒你吃药" in result.stdout
+    from assistant.tools.store import Store
+
+    with Store(tmp_path / "data" / "tingshuo.sqlite3") as store:
+        assert [r.text for r in store.pending()] == ["吃药"]

@@ -1,0 +1,1 @@
+"""Offline tools answered without the LLM."""

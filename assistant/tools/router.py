@@ -1,0 +1,79 @@
+"""The intent router in front of the LLM: the frequent commands, recognised by rules.
+
+``route(text)`` names the intent of a transcript and its slots, or returns None and the LLM
+answers. Rules are tried in order (the more specific first); each is a regular expression over
+the transcript with its punctuation and spaces removed. A calculation and a timer are recognised
+by their parsers (``calculator.parse_expression``, ``timeparse.parse_when``), not by a pattern.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from assistant.tools import calculator, timeparse
+
+_DROP = re.compile(r"[\s，。！？、,.!?；;：:“”\"'（）()]+")
+
+
+@dataclass(frozen=True)
+class Intent:
+    name: str
+    slots: dict[str, str] = field(default_factory=dict)
+
+
+RULES: list[tuple[str, re.Pattern[str]]] = [
+    ("help", re.compile(r"你(能|会|可以)(做|干)?(什么|啥)|你有(什么|哪些)功能|怎么用你")),
+    ("reminder_cancel", re.compile(r"(取消|删除|删掉|关掉)(所有|全部)?的?(?P<which>提醒|定时器?|闹钟|计时器?|倒计时)")),
+    ("reminder_list", re.compile(r"(看看|看一下|有哪些|有什么|有几个|列出|查看|查一下|我的)(我的)?"
+                                 r"(提醒|定时器?|闹钟|计时器?)|(提醒|定时器?|闹钟)(有哪些|有几个|列表)")),
+    ("todo_clear", re.compile(r"(清空|删除所有|删掉所有|清除)(的)?(待办|任务)")),
+    ("todo_done", re.compile(r"(把)?(?P<item>.+?)(标记为|标成|设为)?(已)?(完成|做完)(了)?$")),
+    ("todo_add", re.compile(r"(添加|加一个|加个|新建|记一下|记下|记个)(一个)?(待办|任务)(事项)?(?P<item>.+)"
+                            r"|(待办|任务)(里|中)?(加上|添加|加)(?P<item2>.+)")),
+    ("todo_list", re.compile(r"(看看|看一下|有哪些|有什么|列出|查看|查一下|我的)(我的)?(待办|任务)")),
+    ("time", re.compile(r"(现在|当前)?几点(了|钟)?|(现在|当前)(的)?时间|什么时间|几点钟")),
+    ("date", re.compile(r"(今天|今日)(是)?(几号|几月几号|几月几日|星期几|礼拜几|周几|什么日子)|(今天)?(的)?日期")),
+    ("memory", re.compile(r"内存")),
+    ("temperature", re.compile(r"(CPU|cpu|芯片|处理器|主板|系统|机器|设备)?(的)?温度")),
+    ("ip", re.compile(r"(本机|本地|我的|设备|机器)?(的)?(IP|ip|Ip|网络地址|IP地址)")),
+    ("load", re.compile(r"(CPU|cpu|处理器)(的)?(占用|使用率|负载)|系统负载|负载")),
+    ("uptime", re.compile(r"(运行|开机)了?(多久|多长时间)")),
+    ("status", re.compile(r"系统状态|设备状态|(你|机器)的?状态")),
+    ("volume", re.compile(r"(?P<dir>大声|小声|调大|调小|调高|调低|增大|减小|降低|提高)(一)?点?(音量|声音)?"
+                          r"|音量(?P<dir2>调大|调小|调高|调低|大一点|小一点|加大|减小)"
+                          r"|音量(调到|设为|设置为|设到)(?P<level>[零一二两三四五六七八九十百\d]+)")),
+]
+
+REMIND = re.compile(r"提醒我|叫我|定时|计时|倒计时|闹钟")
+
+
+def clean(text: str) -> str:
+    return _DROP.sub("", text)
+
+
+def route(text: str, now: datetime) -> Intent | None:
+    """The intent of a transcript, or None for the LLM."""
+    t = clean(text)
+    if not t:
+        return None
+    if REMIND.search(t) and (when := timeparse.parse_when(t, now)) is not None:
+        what = REMIND.sub("", t.replace(when.text, "", 1)).strip("的我在") or ""
+        return Intent("reminder_set", {"what": what, "kind": "reminder" if "提醒" in t or what else "timer"})
+    if calculator.parse_expression(t) is not None:
+        return Intent("calc", {"expression": t})
+    for name, pattern in RULES:
+        m = pattern.search(t)
+        if m is None:
+            continue
+        slots = {k.rstrip("2"): v for k, v in m.groupdict().items() if v}
+        if name == "todo_done" and not _looks_like_todo(slots.get("item", "")):
+            continue
+        return Intent(name, slots)
+    return None
+
+
+def _looks_like_todo(item: str) -> bool:
+    """"买牛奶做完了" marks a todo; "作业完成了吗" or a bare "完成" does not."""
+    return 0 < len(item) <= 20 and not item.endswith(("吗", "没有", "呢"))

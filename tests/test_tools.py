@@ -1,0 +1,113 @@
+"""The offline tools' spoken answers, with a real database and a fixed clock."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from assistant.tools import system
+from assistant.tools.answers import Tools
+from assistant.tools.router import route
+from assistant.tools.store import Store
+
+TZ = ZoneInfo("Asia/Shanghai")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = datetime(2026, 11, 29, 14, 0, tzinfo=TZ)  # a Sunday
+
+    def __call__(self) -> datetime:
+        return self.t
+
+
+@pytest.fixture
+def tools(tmp_path: Path):
+    store = Store(tmp_path / "t.sqlite3")
+    t = Tools(store, Clock())
+    yield t
+    store.close()
+
+
+def ask(tools: Tools, text: str) -> str:
+    intent = route(text, tools.now())
+    assert intent is not None, text
+    return tools.answer(intent, text)
+
+
+@pytest.mark.parametrize(("text", "answer"), [
+    ("现在几点", "现在是下午两点。"),
+    ("今天星期几", "今天是十一月二十九号，星期日。"),
+    ("12乘以8等于多少", "十二乘以八等于九十六。"),
+    ("一百除以零", "不能除以零哦。"),
+    ("你能做什么", "我可以报时、算数、定时提醒、记待办、看设备状态，也可以陪你聊天。"),
+])
+def test_answers_are_short_and_in_words(tools, text, answer):
+    said = ask(tools, text)
+    assert said == answer
+    assert len(said) <= 40 and not any(ch.isdigit() for ch in said)
+
+
+def test_a_reminder_is_confirmed_only_once_it_is_in_the_database(tools, tmp_path):
+    said = ask(tools, "二十分钟后提醒我吃药")
+    assert said == "好的，二十分钟后，也就是今天下午两点二十分，提醒你吃药。"
+    with Store(tmp_path / "t.sqlite3") as other:  # another process's view: already committed
+        pending = other.pending()
+    assert [(r.text, r.kind) for r in pending] == [("吃药", "reminder")]
+    assert pending[0].due == tools.now() + timedelta(minutes=20)
+    assert ask(tools, "明天早上八点提醒我开会") == "好的，明天早上八点提醒你开会。"
+    assert ask(tools, "看看我的提醒") == "你有两个提醒：今天下午两点二十分吃药，明天早上八点开会。"
+    assert ask(tools, "取消所有提醒") == "已取消两个提醒。"
+    assert ask(tools, "看看我的提醒") == "现在没有提醒。"
+
+
+def test_todos_by_voice(tools):
+    assert ask(tools, "添加待办买牛奶") == "好的，已记下待办：买牛奶。"
+    assert ask(tools, "记一下待办交电费") == "好的，已记下待办：交电费。"
+    assert ask(tools, "看看待办") == "你有两项待办：买牛奶，交电费。"
+    assert ask(tools, "把买牛奶标记为完成") == "好的，买牛奶已完成。"
+    assert ask(tools, "看看待办") == "你有一项待办：交电费。"
+    assert ask(tools, "把洗车标记为完成") == "没找到这项待办。"
+    assert ask(tools, "清空待办") == "已清空一项待办。"
+
+
+def test_device_status_from_proc_and_sys(tmp_path):
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:        3981312 kB\nMemFree:  100 kB\nMemAvailable:    1258291 kB\n")
+    assert system.memory_reply(meminfo) == "内存共三点八G，还剩一点二G可用。"
+    zones = tmp_path / "thermal"
+    for i, (kind, milli) in enumerate([("soc-thermal", 45200), ("gpu-thermal", 41800)]):
+        (zones / f"thermal_zone{i}").mkdir(parents=True)
+        (zones / f"thermal_zone{i}" / "type").write_text(kind + "\n")
+        (zones / f"thermal_zone{i}" / "temp").write_text(f"{milli}\n")
+    assert system.temperature_reply(zones) == "芯片四十五度，图形处理器四十二度。"
+    assert system.temperature_reply(tmp_path / "none") == "这台设备没有可读的温度传感器。"
+    uptime = tmp_path / "uptime"
+    uptime.write_text("7530.2 100.0\n")
+    assert system.uptime_reply(uptime) == "已经运行了两小时零五分钟。"
+    # this machine's own answers are sentences in words
+    for reply in (system.memory_reply(), system.load_reply(), system.ip_reply()):
+        assert reply.endswith("。") and not any(ch.isdigit() for ch in reply), reply
+
+
+def test_volume_without_a_sound_card_is_said_not_raised(tools):
+    said = ask(tools, "大声点")
+    assert said == "没有找到可以调节的音量。" or said.startswith("音量")
+
+
+async def test_a_spoken_command_is_answered_by_the_tool_not_the_llm(run_replay, tools, tmp_path):
+    from tests.conftest import real, session_of, silence
+    from tests.doubles import ScriptedAsr, ScriptedLlm
+
+    llm = ScriptedLlm("这句不该说。")
+    session = session_of(real("cmd_qiehuan_1.wav"), silence(2.0))
+    r = await run_replay(session, "dialog.follow_up_s=0", asr=ScriptedAsr("二十分钟后提醒我吃药"), llm=llm,
+                         tools=tools, start=datetime(2026, 11, 29, 14, 0, tzinfo=TZ))
+    assert r.first("tool_answered")["intent"] == "reminder_set"
+    assert llm.asked == []
+    said = r.summary["turns"][0]["reply"]
+    assert said.startswith("好的，二十分钟后，也就是今天下午两点二十分") and said.endswith("提醒你吃药。")
+    assert [p.text for p in tools.store.pending()] == ["吃药"]
