@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from assistant import app, backends, jobs, logs, models_cmd
+from assistant import app, backends, jobs, logs, models_cmd, tools_cmd
 from assistant.audio.protocols import AudioDeviceError
 from assistant.audio.wav import BadAudioFile, read_wav
 from assistant.clock import SampleClock
@@ -63,6 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     fp.add_argument("wav", type=Path)
     for p in (sp, ap, fp):
         p.add_argument("-o", "--output", type=Path, default=None, help="write the audio here instead of playing it")
+    tools_cmd.add_parsers(sub, common)
     mp = sub.add_parser("models", parents=[common], help="list, verify or fetch the model files")
     mp.add_argument("action", choices=("list", "verify", "fetch"))
     mp.add_argument("names", nargs="*", help="models (default: all for list/verify, the configured ones for fetch)")
@@ -222,5 +223,5 @@ def cmd_config(cfg: Config, args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Callable[[Config, argparse.Namespace], int]] = {
     "run": cmd_run, "replay": cmd_replay, "vad": cmd_vad, "config": cmd_config, "models": models_cmd.run,
     "bench": cmd_bench, "normalize": cmd_normalize, "transcribe": jobs.transcribe, "say": jobs.say,
-    "ask": jobs.ask, "file": jobs.answer_file,
+    "ask": jobs.ask, "file": jobs.answer_file, "todos": tools_cmd.todos, "reminders": tools_cmd.reminders,
 }

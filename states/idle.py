@@ -4,7 +4,8 @@ The keyword spotter fires a little after the wake word ends. If the speaker goes
 ("小智小智，现在几点"), the request is in the same run of speech: listening is told where that run
 began, and keeps it if the speech goes on (the wake word is taken off the transcript later).
 The earcon is played only if the speaker has paused. With ``wake.verify`` a second stage checks
-the spotter: the ASR must hear the wake word in the audio just before it fired.
+the spotter: the ASR must hear the wake word in the audio just before it fired. Once a second,
+idle also asks the tools for reminders that have fallen due, and speaks them unasked.
 """
 
 from __future__ import annotations
@@ -35,11 +36,17 @@ class Idle(State):
         rate = s.cfg.audio.sample_rate
         self.onset = OnsetDetector(s.cfg.vad.min_speech_ms * rate // 1000, s.vad_window, s.cfg.vad.threshold)
         self.run_start: int | None = None  # where the speech going on now began
+        self.next_reminder_check = s.clock.samples
         if s.models.kws is not None:
             s.models.kws.reset()
 
     async def on_audio(self, chunk: Samples, windows: list[VadWindow]) -> None:
         s = self.session
+        if s.tools is not None and s.clock.samples >= self.next_reminder_check:
+            self.next_reminder_check = s.clock.samples + s.cfg.audio.sample_rate  # once a second
+            if (text := s.tools.due_announcement()) is not None:
+                await s.fire("remind", text=text)
+                return
         for w in windows:
             if w.prob < s.cfg.vad.threshold:
                 self.run_start = None

@@ -14,6 +14,7 @@ STATES = ["idle", "listening", "thinking", "speaking"]
 
 TRANSITIONS: list[dict[str, Any]] = [
     {"trigger": "wake", "source": "idle", "dest": "listening"},
+    {"trigger": "remind", "source": "idle", "dest": "speaking"},  # a reminder fell due: speak unasked
     {"trigger": "speech_end", "source": "listening", "dest": "thinking"},
     {"trigger": "no_speech_timeout", "source": "listening", "dest": "idle"},
     {"trigger": "first_audio", "source": "thinking", "dest": "speaking"},

@@ -26,6 +26,7 @@ from assistant.text.echo_match import is_echo, match, syllables
 from assistant.text.wake import strip_wake_words
 
 if TYPE_CHECKING:
+    from models.protocols import Llm
     from states.listening import Speculation
     from states.session import Session
 
@@ -76,23 +77,44 @@ class Reply:
             self.stage = "reply"
             s.reply_started()
             local = self._tool_answer(text)
-            options = PipelineOptions.from_config(s.cfg)
-            source = s.models.llm if local is None else FixedText(local)
-            self.pipeline = SpeechPipeline(source, s.models.tts, s.sink, s.bus, options, self._first_audio,
-                                           cache=s.phrase_cache)
-            await self.pipeline.run(text)
-            self.stage = "playback"
-            await s.sink.wait_playout()
-            if self.playback_started:
-                self.playback_finished = True
-                s.bus.publish(PlaybackFinished(interrupted=False))
-            s.request("reply_done", owner=self)
+            await self._speak(s.models.llm if local is None else FixedText(local), text)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            log.error("reply failed", stage=self.stage, error=str(exc))
-            s.bus.publish(Error(stage=self.stage, message=str(exc)))
-            s.request("error", owner=self)
+            self._failed(exc)
+
+    def announce(self, text: str) -> None:
+        """Speak ``text`` unasked (a reminder fell due): no transcript, no LLM."""
+        self.stage = "reply"
+        self.session.reply_started()
+        self.tasks.spawn(self._announce(text), "announce")
+
+    async def _announce(self, text: str) -> None:
+        try:
+            await self._speak(FixedText(text), "")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._failed(exc)
+
+    async def _speak(self, source: Llm, question: str) -> None:
+        """The reply from ``source`` through the speech pipeline, then wait for it to be heard."""
+        s = self.session
+        options = PipelineOptions.from_config(s.cfg)
+        self.pipeline = SpeechPipeline(source, s.models.tts, s.sink, s.bus, options, self._first_audio,
+                                       cache=s.phrase_cache)
+        await self.pipeline.run(question)
+        self.stage = "playback"
+        await s.sink.wait_playout()
+        if self.playback_started:
+            self.playback_finished = True
+            s.bus.publish(PlaybackFinished(interrupted=False))
+        s.request("reply_done", owner=self)
+
+    def _failed(self, exc: Exception) -> None:
+        log.error("reply failed", stage=self.stage, error=str(exc))
+        self.session.bus.publish(Error(stage=self.stage, message=str(exc)))
+        self.session.request("error", owner=self)
 
     def _first_audio(self) -> None:
         self.first_audio_sample = self.session.clock.samples

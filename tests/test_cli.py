@@ -127,3 +127,26 @@ def test_ask_answers_a_sum_without_the_llm_and_saves_a_reminder(tmp_path):
 
     with Store(tmp_path / "data" / "tingshuo.sqlite3") as store:
         assert [r.text for r in store.pending()] == ["吃药"]
+
+
+def test_todos_and_reminders_on_the_command_line_share_the_assistants_database(tmp_path):
+    from datetime import datetime, timedelta
+
+    from assistant.tools.store import Store
+
+    data = ("--set", f"tools.data_dir='{tmp_path / 'data'}'")
+    assert assistant("todos", "add", "买牛奶", *data, cwd=tmp_path).stdout == "added #1: 买牛奶\n"
+    assert assistant("todos", "add", "交电费", *data, cwd=tmp_path).returncode == 0
+    assert assistant("todos", "done", "牛奶", *data, cwd=tmp_path).stdout == "done #1\n"
+    assert assistant("todos", "list", *data, cwd=tmp_path).stdout == "#2\t[ ]\t交电费\n"
+    one_line_error(assistant("todos", "done", "洗车", *data, cwd=tmp_path), "no open todo matches '洗车'")
+    now = datetime.now().astimezone()
+    with Store(tmp_path / "data" / "tingshuo.sqlite3") as store:  # as the running assistant would
+        store.add_reminder("吃药", now + timedelta(minutes=20), "reminder", now)
+        assert [t.text for t in store.todos()] == ["交电费"]
+    listed = assistant("reminders", "list", *data, cwd=tmp_path).stdout
+    assert listed.startswith("#1\t") and listed.endswith("\treminder\t吃药\n")
+    one_line_error(assistant("reminders", "cancel", "7", *data, cwd=tmp_path), "no pending reminder #7")
+    assert assistant("reminders", "cancel", "1", *data, cwd=tmp_path).stdout == "cancelled #1\n"
+    assert assistant("reminders", "list", *data, cwd=tmp_path).stdout == "no pending reminders\n"
+    assert assistant("todos", "clear", *data, cwd=tmp_path).stdout == "cleared 2 todo(s)\n"

@@ -111,3 +111,31 @@ async def test_a_spoken_command_is_answered_by_the_tool_not_the_llm(run_replay, 
     said = r.summary["turns"][0]["reply"]
     assert said.startswith("好的，二十分钟后，也就是今天下午两点二十分") and said.endswith("提醒你吃药。")
     assert [p.text for p in tools.store.pending()] == ["吃药"]
+
+
+async def test_a_reminder_set_by_voice_falls_due_and_is_spoken_unasked(run_replay, tools):
+    from tests.conftest import real, session_of, silence
+    from tests.doubles import ScriptedAsr, ScriptedLlm
+
+    session = session_of(real("cmd_qiehuan_1.wav"), silence(16.0))
+    r = await run_replay(session, "dialog.follow_up_s=0", asr=ScriptedAsr("十秒后提醒我吃药"), llm=ScriptedLlm(),
+                         tools=tools, start=datetime(2026, 11, 29, 14, 0, tzinfo=TZ))
+    assert r.transitions() == [
+        ("idle", "listening", "wake"), ("listening", "thinking", "speech_end"), ("thinking", "speaking", "first_audio"),
+        ("speaking", "idle", "reply_done"), ("idle", "speaking", "remind"), ("speaking", "idle", "reply_done")]
+    set_at = r.first("speech_ended")["t"]
+    remind = r.first("state_changed", trigger="remind")
+    assert set_at + 10.0 <= remind["t"] <= set_at + 11.1  # checked once a second
+    replies = [e["text"] for e in r.events if e["type"] == "reply_text"]
+    assert replies[-1] == "提醒你：吃药。"
+    assert tools.store.pending() == []  # fired, so not said again
+
+
+async def test_a_reminder_missed_while_the_assistant_was_off_is_said_late(run_replay, tools):
+    from tests.conftest import silence
+
+    start = datetime(2026, 11, 29, 14, 0, tzinfo=TZ)
+    tools.store.add_reminder("开会", start - timedelta(hours=1), "reminder", start - timedelta(hours=2))
+    r = await run_replay(silence(4.0), "dialog.follow_up_s=0", tools=tools, start=start)
+    assert r.transitions() == [("idle", "speaking", "remind"), ("speaking", "idle", "reply_done")]
+    assert [e["text"] for e in r.events if e["type"] == "reply_text"] == ["抱歉晚了，今天下午一点的提醒：开会。"]

@@ -156,6 +156,27 @@ class Tools:
         db.clear_todos()
         return f"已清空{_count(n)}项待办。" if n else "没有待办事项。"
 
+    def due_announcement(self, late_after_s: float = 60.0) -> str | None:
+        """What to say for the reminders that have fallen due (marked fired), or None.
+
+        A reminder that fell due while the assistant was off is said with a note that it is late.
+        """
+        if self.store is None:
+            return None
+        now = self.now()
+        due = self.store.due(now)
+        if not due:
+            return None
+        said = []
+        for r in due:
+            self.store.mark_fired(r.id, now)
+            what = r.text or ("时间到了" if r.kind == "timer" else "该做的事")
+            late = (now - r.due).total_seconds() > late_after_s
+            when = timeparse.say_when(r.due.astimezone(now.tzinfo), now) if late else ""
+            said.append(f"抱歉晚了，{when}的提醒：{what}" if late else f"提醒你：{what}")
+            log.info("reminder due", id=r.id, text=r.text, late=late)
+        return "。".join(said) + "。"
+
     def _db(self) -> Store:
         if self.store is None:
             raise RuntimeError("tools: no database configured")
