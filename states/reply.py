@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("reply")
 
+NOT_HEARD = "没听清，请再说一遍。"
+UNHEARD_MIN_S = 0.8  # a shorter utterance with no words in it was most likely a noise: no answer
+
 
 class Reply:
     def __init__(self, session: Session) -> None:
@@ -63,6 +66,11 @@ class Reply:
             if text != heard:
                 log.debug("wake word taken off the transcript", heard=heard)
             s.bus.publish(Transcript(text=text))
+            if not heard and len(utterance) >= UNHEARD_MIN_S * s.cfg.audio.sample_rate:
+                log.info("speech, but the ASR made nothing of it: asking again")  # rather than a guess
+                s.reply_started()
+                await self._speak(FixedText(NOT_HEARD), "")
+                return
             if not text:
                 log.info("nothing heard in the utterance")
                 s.request("reply_done", owner=self)

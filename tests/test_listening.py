@@ -99,3 +99,16 @@ async def test_the_second_stage_refuses_a_wake_the_asr_does_not_hear(run_replay)
                                  asr=ScriptedAsr("小志小志", "你是谁"))
     assert confirmed.transitions()[0] == ("idle", "listening", "wake")
     assert [e["text"] for e in confirmed.events if e["type"] == "transcript"] == ["你是谁"]
+
+
+async def test_speech_the_asr_cannot_make_out_is_asked_again_not_guessed(run_replay):
+    llm = ScriptedLlm("不该有这句。")
+    r = await run_replay(session_of(real("ask_who_are_you.wav"), silence(2.0)), "dialog.follow_up_s=1.0",
+                         asr=ScriptedAsr(""), llm=llm)
+    assert [e["text"] for e in r.events if e["type"] == "reply_text"] == ["没听清，请再说一遍。"]
+    assert llm.asked == []
+    assert r.transitions()[2:4] == [("thinking", "speaking", "first_audio"), ("speaking", "listening", "reply_done")]
+    # A short burst with no words in it (a cough, a knock) gets no answer at all.
+    short = await run_replay(session_of(real("cmd_qiehuan_1.wav")[11000:17000], silence(2.0)),
+                             "dialog.follow_up_s=0", asr=ScriptedAsr(""), llm=llm)
+    assert "transcript" in short.types() and "reply_text" not in short.types()
