@@ -129,6 +129,8 @@ class ToolsConfig:
     enabled: bool = _opt(True, "Answer frequent commands (time, timers, todos, sums, device status) without the LLM.")
     data_dir: str = _opt("~/.local/share/tingshuo", "Folder of the assistant's database (todos, timers, reminders).")
     mixer_control: str = _opt("Master", "ALSA mixer control that volume commands change.")
+    hotwords: tuple[str, ...] = _opt((), "Command words a near-miss transcript is corrected to (客停 → 客厅).",
+                                     allow_empty=True)
 
 
 @dataclass(frozen=True)

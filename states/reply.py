@@ -78,6 +78,10 @@ class Reply:
             if utterance_start is not None and self._is_own_echo(text, utterance_start):
                 s.request("reply_done", owner=self)
                 return
+            if s.hotwords is not None:
+                text, fixes = s.hotwords.correct(text)
+                for fix in fixes:
+                    log.info("hot word corrected", heard=fix.heard, word=fix.word, score=fix.score)
             if self._is_stop_word(text):
                 log.info("stop word: no reply", transcript=text)
                 s.request("stop", owner=self)

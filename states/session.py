@@ -26,6 +26,7 @@ from assistant.clock import SampleClock
 from assistant.config import Config
 from assistant.events import EchoCancelled, Event, EventBus, NoiseRejected, PlaybackFinished, StateChanged, TextChunk
 from assistant.phrase_cache import PhraseCache
+from assistant.text.hotwords import HotwordCorrector
 from models.protocols import Asr, Kws, Llm, ModelError, Tts, Vad
 from states import machine
 from states.idle import Idle
@@ -76,6 +77,7 @@ class Session:
         self.phrase_cache = phrase_cache
         self.tap = tap
         self.tools = tools
+        self.hotwords = HotwordCorrector(cfg.tools.hotwords) if cfg.tools.hotwords else None
         self.now = now or (lambda: datetime.now().astimezone())  # local wall time, for the tools
         self.echo = _echo_canceller(cfg)
         self.noise_guard = NoiseGuard(cfg.audio.sample_rate) if cfg.vad.noise_guard else None

@@ -139,3 +139,14 @@ async def test_a_reminder_missed_while_the_assistant_was_off_is_said_late(run_re
     r = await run_replay(silence(4.0), "dialog.follow_up_s=0", tools=tools, start=start)
     assert r.transitions() == [("idle", "speaking", "remind"), ("speaking", "idle", "reply_done")]
     assert [e["text"] for e in r.events if e["type"] == "reply_text"] == ["抱歉晚了，今天下午一点的提醒：开会。"]
+
+
+async def test_a_near_miss_transcript_is_corrected_to_a_configured_command(run_replay):
+    from tests.conftest import real, session_of, silence
+    from tests.doubles import ScriptedAsr, ScriptedLlm
+
+    llm = ScriptedLlm("好的。")
+    r = await run_replay(session_of(real("cmd_qiehuan_1.wav"), silence(2.0)), "dialog.follow_up_s=0",
+                         'tools.hotwords=["切换前视", "切换后视"]', asr=ScriptedAsr("千万前世"), llm=llm)
+    assert llm.asked == ["切换前视"]
+    assert r.first("transcript")["text"] == "千万前世"  # the transcript event keeps what was heard
