@@ -183,7 +183,7 @@ class LlmConfig:
     top_p: float = _opt(0.9, "Nucleus sampling.", lo=0.05, hi=1.0)
     repeat_penalty: float = _opt(1.1, "Penalty for repeated tokens.", lo=1.0, hi=2.0)
     max_tokens: int = _opt(160, "Longest reply in tokens.", lo=8, hi=4096)
-    history_turns: int = _opt(3, "Earlier exchanges the model sees.", lo=0, hi=20)
+    history_turns: int = _opt(2, "Earlier exchanges the model sees.", lo=0, hi=20)
     system_prompt: str = _opt("", "System prompt; empty keeps the built-in spoken-Mandarin prompt.")
     base_url: str = _opt("http://127.0.0.1:8080/v1", "OpenAI-compatible server (openai backend); loopback only.")
     server_model: str = _opt("", "Model name sent to that server; empty takes the server's first model.")

@@ -155,3 +155,14 @@ async def test_a_chat_too_long_for_the_context_is_a_model_error(qwen_gguf: Path)
         assert HAN.search("".join(await collect(llm, QUESTION)))  # still answers what fits
     finally:
         llm.close()
+
+
+@pytest.mark.slow
+async def test_the_system_prompt_is_evaluated_once_and_its_state_restored(llm: LlamaLlm) -> None:
+    assert llm._worker.call(llm.system_prompt_cached)  # evaluated at load
+    assert len(llm._system_tokens) > 100  # the rules and examples
+    llm._worker.call(llm._model.reset)  # the KV cache lost it (e.g. another use of the model)
+    assert not llm._worker.call(llm.system_prompt_cached)
+    reply = "".join(await collect(llm, QUESTION))
+    assert len(HAN.findall(reply)) >= 2, reply
+    assert llm._worker.call(llm.system_prompt_cached)  # loaded back, and the reply followed it
