@@ -147,11 +147,11 @@ def test_a_file_llama_cpp_cannot_read_is_a_model_error(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 async def test_a_chat_too_long_for_the_context_is_a_model_error(qwen_gguf: Path) -> None:
-    llm = LlamaLlm(qwen_gguf, n_ctx=256)
+    llm = LlamaLlm(qwen_gguf, n_ctx=512)
     llm.load()
     try:
         with pytest.raises(ModelError, match="context window"):
-            await collect(llm, "你好" * 300)
+            await collect(llm, "你好" * 600)
         assert HAN.search("".join(await collect(llm, QUESTION)))  # still answers what fits
     finally:
         llm.close()
