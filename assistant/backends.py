@@ -68,13 +68,17 @@ def asr(cfg: Config, assets: Assets) -> Asr:
 
 
 def llm(cfg: Config, assets: Assets) -> Llm:
+    prompt_tail = ""
+    if cfg.llm.tool_calls:
+        from assistant.tools.toolcall import PROMPT as prompt_tail
     if cfg.models.llm == "openai":
         from models.llama_llm import SYSTEM_PROMPT
         from models.openai_llm import OpenAiLlm
 
         return OpenAiLlm(cfg.llm.base_url, model=cfg.llm.server_model or None, temperature=cfg.llm.temperature,
                          top_p=cfg.llm.top_p, repeat_penalty=cfg.llm.repeat_penalty, max_tokens=cfg.llm.max_tokens,
-                         history_turns=cfg.llm.history_turns, system_prompt=cfg.llm.system_prompt or SYSTEM_PROMPT)
+                         history_turns=cfg.llm.history_turns,
+                         system_prompt=(cfg.llm.system_prompt or SYSTEM_PROMPT) + prompt_tail)
     from models.llama_llm import SYSTEM_PROMPT as BUILT_IN
     from models.llama_llm import LlamaLlm
     from models.manifest import by_name
@@ -84,7 +88,7 @@ def llm(cfg: Config, assets: Assets) -> Llm:
     return LlamaLlm(assets.path(model.name, gguf.name), threads=cfg.llm.threads, n_ctx=cfg.llm.context,
                     temperature=cfg.llm.temperature, top_p=cfg.llm.top_p, repeat_penalty=cfg.llm.repeat_penalty,
                     max_tokens=cfg.llm.max_tokens, history_turns=cfg.llm.history_turns,
-                    expected_sha256=gguf.sha256, system_prompt=cfg.llm.system_prompt or BUILT_IN)
+                    expected_sha256=gguf.sha256, system_prompt=(cfg.llm.system_prompt or BUILT_IN) + prompt_tail)
 
 
 def tts(cfg: Config, assets: Assets) -> Tts:

@@ -185,6 +185,7 @@ class LlmConfig:
     max_tokens: int = _opt(160, "Longest reply in tokens.", lo=8, hi=4096)
     history_turns: int = _opt(2, "Earlier exchanges the model sees.", lo=0, hi=20)
     system_prompt: str = _opt("", "System prompt; empty keeps the built-in spoken-Mandarin prompt.")
+    tool_calls: bool = _opt(False, "Let the LLM answer commands with a JSON tool call (read tolerantly).")
     base_url: str = _opt("http://127.0.0.1:8080/v1", "OpenAI-compatible server (openai backend); loopback only.")
     server_model: str = _opt("", "Model name sent to that server; empty takes the server's first model.")
 

@@ -89,7 +89,7 @@ class Reply:
             self.stage = "reply"
             s.reply_started()
             local = self._tool_answer(text)
-            await self._speak(s.models.llm if local is None else FixedText(local), text)
+            await self._speak(FixedText(local) if local is not None else self._llm(), text)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -156,6 +156,15 @@ class Reply:
         except Exception as exc:
             log.warning("speculative transcription failed, transcribing again", error=str(exc))
             return None
+
+    def _llm(self) -> Llm:
+        """The LLM, read for tool calls when ``llm.tool_calls`` is on."""
+        s = self.session
+        if not (s.cfg.llm.tool_calls and s.tools is not None):
+            return s.models.llm
+        from assistant.tools.toolcall import ToolCallReader
+
+        return ToolCallReader(s.models.llm, self._tool_answer)
 
     def _tool_answer(self, text: str) -> str | None:
         """The answer of an offline tool, if the request is one of the frequent commands."""

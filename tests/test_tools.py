@@ -150,3 +150,15 @@ async def test_a_near_miss_transcript_is_corrected_to_a_configured_command(run_r
                          'tools.hotwords=["切换前视", "切换后视"]', asr=ScriptedAsr("千万前世"), llm=llm)
     assert llm.asked == ["切换前视"]
     assert r.first("transcript")["text"] == "千万前世"  # the transcript event keeps what was heard
+
+
+async def test_a_reminder_being_spoken_can_be_interrupted_like_any_reply(run_replay, tools):
+    from tests.conftest import real, session_of, silence
+    from tests.doubles import ScriptedAsr
+
+    start = datetime(2026, 11, 29, 14, 0, tzinfo=TZ)
+    tools.store.add_reminder("开会", start - timedelta(hours=1), "reminder", start - timedelta(hours=2))
+    session = session_of(silence(1.5), real("cmd_qiehuan_1.wav"), silence(2.0))  # talks over the reminder
+    r = await run_replay(session, "dialog.follow_up_s=0", asr=ScriptedAsr("切换前视"), tools=tools, start=start)
+    assert r.transitions()[:2] == [("idle", "speaking", "remind"), ("speaking", "listening", "barge_in")]
+    assert r.first("playback_finished")["interrupted"] is True
