@@ -162,3 +162,33 @@ async def test_a_reminder_being_spoken_can_be_interrupted_like_any_reply(run_rep
     r = await run_replay(session, "dialog.follow_up_s=0", asr=ScriptedAsr("切换前视"), tools=tools, start=start)
     assert r.transitions()[:2] == [("idle", "speaking", "remind"), ("speaking", "listening", "barge_in")]
     assert r.first("playback_finished")["interrupted"] is True
+
+
+class FakeMixer:
+    """Stands in for alsaaudio.Mixer: this machine has no sound card, so no mixer to change."""
+
+    level = 40
+    opened: list[tuple[str, str]] = []
+
+    def __init__(self, control: str, device: str = "default") -> None:
+        FakeMixer.opened.append((control, device))
+
+    def getvolume(self) -> list[int]:
+        return [FakeMixer.level]
+
+    def setvolume(self, value: int) -> None:
+        FakeMixer.level = value
+
+
+def test_volume_commands_change_the_configured_mixer_control(tools, monkeypatch):
+    import alsaaudio
+
+    from assistant.tools.answers import Volume
+
+    monkeypatch.setattr(alsaaudio, "Mixer", FakeMixer)
+    tools.volume = Volume("PCM", "hw:0")
+    assert ask(tools, "大声点") == "音量五十。" and FakeMixer.level == 50
+    assert ask(tools, "小声一点") == "音量四十。" and FakeMixer.level == 40
+    assert ask(tools, "音量调到八十") == "音量八十。" and FakeMixer.level == 80
+    assert ask(tools, "音量调到两百") == "音量一百。" and FakeMixer.level == 100  # kept in range
+    assert FakeMixer.opened[0] == ("PCM", "hw:0")

@@ -92,8 +92,13 @@ class Tools:
     def _volume(self, intent: Intent, text: str) -> str:
         words = intent.slots.get("dir", "")
         if "level" in intent.slots:
-            level = calculator.calculate(intent.slots["level"]).value
-            return self.volume.change(None, int(level))
+            import cn2an  # type: ignore[import-untyped]
+
+            try:
+                level = int(cn2an.cn2an(intent.slots["level"], "smart"))
+            except ValueError:
+                return "没听清音量调到多少。"
+            return self.volume.change(None, level)
         up = any(w in words for w in ("大", "高", "增", "提", "加"))
         return self.volume.change(1 if up else -1, None)
 
