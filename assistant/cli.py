@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from assistant import app, backends, jobs, logs, models_cmd, tools_cmd
+from assistant import app, backends, budget, jobs, logs, models_cmd, tools_cmd
 from assistant.audio.protocols import AudioDeviceError
 from assistant.audio.wav import BadAudioFile, read_wav
 from assistant.clock import SampleClock
@@ -102,6 +102,7 @@ def cmd_run(cfg: Config, args: argparse.Namespace) -> int:
     source, sink = app.open_devices(cfg, clock)  # before the models load: a missing card is found at once
     recorder = None
     try:
+        budget.check(cfg)
         models = backends.conversation(cfg)
         app.load(models)
         try:
@@ -132,6 +133,7 @@ def cmd_replay(cfg: Config, args: argparse.Namespace) -> int:
     if reference is not None and args.echo:
         raise ConfigError(f"{args.session} is a recorded room session: it has its echo already; drop --echo")
     echo = Echo.parse(args.echo) if args.echo else Echo()
+    budget.check(cfg)
     models = backends.conversation(cfg)
     app.load(models)
     try:

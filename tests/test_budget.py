@@ -1,0 +1,37 @@
+"""The memory budget checked at start: the board has 3.8 GB and no swap."""
+
+from __future__ import annotations
+
+import pytest
+
+from assistant import budget, config
+from models.protocols import ModelError
+
+
+def meminfo(tmp_path, available_mb: int):
+    path = tmp_path / "meminfo"
+    path.write_text(f"MemTotal: 3981312 kB\nMemFree: 1000 kB\nMemAvailable: {available_mb * 1024} kB\n")
+    return path
+
+
+def test_the_default_chain_fits_the_board(tmp_path):
+    cfg = config.load(None, [])
+    need = sum(i.bytes for i in budget.needs(cfg)) / budget.MB
+    assert 900 < need < 1200  # Qwen 0.5B 469 MB, Whisper 141, Kokoro 88, KV 24, working set 300 …
+    assert budget.check(cfg, meminfo(tmp_path, 2500)) is not None
+
+
+def test_over_budget_is_refused_with_one_line_naming_the_biggest_items(tmp_path):
+    cfg = config.load(None, ['llm.model="qwen2.5-coder-1.5b-instruct-q4_k_m"', "llm.context=32768"])
+    with pytest.raises(ModelError) as caught:
+        budget.check(cfg, meminfo(tmp_path, 2000))
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith("not enough memory: the assistant needs")
+    assert "llm " in message and "llm KV cache 896 MB (try a smaller llm.context)" in message
+    assert "budget.check = false" in message
+
+
+def test_the_check_can_be_turned_off_and_is_skipped_without_meminfo(tmp_path):
+    cfg = config.load(None, ["budget.check=false"])
+    assert budget.check(cfg, meminfo(tmp_path, 10)) is None
+    assert budget.check(config.load(None, []), tmp_path / "missing") is None
