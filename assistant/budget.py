@@ -22,11 +22,14 @@ KV_BYTES_PER_TOKEN = {
     "qwen2.5-coder-0.5b-instruct-q4_k_m": 24 * 2 * 2 * 64 * 2,
     "qwen2.5-coder-1.5b-instruct-q4_k_m": 28 * 2 * 2 * 128 * 2,
 }
+# Qwen2.5-0.5B on RKLLM, f16 KV cache, the same shape as above.
+RKLLM_KV_BYTES_PER_TOKEN = KV_BYTES_PER_TOKEN["qwen2.5-coder-0.5b-instruct-q4_k_m"]
 # Files the manifest gives no size for (joined from many parts): their size, rounded up.
 APPROXIMATE_BYTES = {"qwen2.5-coder-1.5b-instruct-q4_k_m": 1_150_000_000}
 ADVICE = {
     "llm": "a smaller llm.model, or llm.model served by another machine (models.llm = \"openai\")",
     "llm KV cache": "a smaller llm.context",
+    "rkllm KV cache": "a smaller rkllm.max_context",
     "working set": "a smaller budget.working_set_mb if you measured less",
 }
 
@@ -39,17 +42,32 @@ class Item:
 
 def needs(cfg: Config) -> list[Item]:
     """What the configured assistant holds in memory, biggest first."""
-    models = {"vad": "silero-vad", "asr": cfg.asr.model, "tts": "kokoro-v1.0-int8"}
+    models = {"vad": "silero-vad", "asr": cfg.asr.model}
+    if cfg.models.tts == "kokoro":
+        models["tts"] = "kokoro-v1.0-int8"
     if cfg.wake.mode == "keyword" or cfg.barge_in.stop_words:
         models["kws"] = "kws-zipformer-wenetspeech-3.3M"
     if cfg.models.llm == "llama":
         models["llm"] = cfg.llm.model
     items = [Item(kind, sum(f.size for f in by_name(name).files) or APPROXIMATE_BYTES.get(name, 0))
              for kind, name in models.items()]
+    if cfg.models.tts == "matcha-rknn":  # NPU models: no manifest, the configured files' sizes
+        items.append(Item("tts", _size(cfg.path(cfg.matcha.acoustic_model)) + _size(cfg.path(cfg.matcha.vocoder))))
+    if cfg.models.llm == "rkllm":
+        items.append(Item("llm", _size(cfg.path(cfg.rkllm.model))))
+        items.append(Item("rkllm KV cache", cfg.rkllm.max_context * RKLLM_KV_BYTES_PER_TOKEN))
     if cfg.models.llm == "llama":
         items.append(Item("llm KV cache", cfg.llm.context * KV_BYTES_PER_TOKEN.get(cfg.llm.model, 0)))
     items.append(Item("working set", cfg.budget.working_set_mb * MB))
     return sorted(items, key=lambda i: -i.bytes)
+
+
+def _size(path: Path) -> int:
+    """A file's size; 0 when it is missing (loading it will then say so by name)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def mem_available(meminfo: Path = Path("/proc/meminfo")) -> int | None:
@@ -73,7 +91,8 @@ def check(cfg: Config, meminfo: Path = Path("/proc/meminfo")) -> int | None:
     need, room = sum(i.bytes for i in items), available - cfg.budget.reserve_mb * MB
     if need <= room:
         return room - need
-    biggest = "; ".join(f"{i.what} {i.bytes / MB:.0f} MB" + (f" (try {ADVICE[i.what]})" if i.what in ADVICE else "")
+    advice = ADVICE | ({"llm": "a smaller .rkllm model (rkllm.model)"} if cfg.models.llm == "rkllm" else {})
+    biggest = "; ".join(f"{i.what} {i.bytes / MB:.0f} MB" + (f" (try {advice[i.what]})" if i.what in advice else "")
                         for i in items[:3])
     raise ModelError(f"not enough memory: the assistant needs {need / MB:.0f} MB but {available / MB:.0f} MB is "
                      f"available ({cfg.budget.reserve_mb} MB kept back); biggest: {biggest}; "

@@ -156,9 +156,54 @@ class ModelsConfig:
                     choices=("silero", "sherpa-silero"))
     kws: str = _opt("sherpa-zipformer", "Wake-word backend.", choices=("sherpa-zipformer",))
     asr: str = _opt("whisper", "Speech-recognition backend.", choices=("whisper",))
-    llm: str = _opt("llama", "Language-model backend: local llama.cpp, or an OpenAI-compatible server.",
-                    choices=("llama", "openai"))
-    tts: str = _opt("kokoro", "Speech-synthesis backend.", choices=("kokoro",))
+    llm: str = _opt("llama", "Language-model backend: local llama.cpp, an OpenAI-compatible server, or RKLLM on "
+                    "the RK3576 NPU.", choices=("llama", "openai", "rkllm"))
+    tts: str = _opt("kokoro", "Speech-synthesis backend: Kokoro on the CPU, or Matcha + Vocos on the RK3576 NPU.",
+                    choices=("kokoro", "matcha-rknn"))
+    sherpa_provider: str = _opt("cpu", "Where sherpa-onnx runs its models: cpu, or rknn (needs a sherpa-onnx build "
+                                "with RKNN support; otherwise the CPU, with one log line).", choices=("cpu", "rknn"))
+
+
+@dataclass(frozen=True)
+class NpuConfig:
+    mode: str = _opt("serialised", "serialised: one model on the NPU at a time (RKLLM yields between tokens); "
+                     "concurrent: RKNN and RKLLM models run at the same moment.", choices=("serialised", "concurrent"))
+    acoustic_core: int = _opt(0, "NPU core of the TTS acoustic model (the RK3576 has cores 0 and 1).", lo=0, hi=1)
+    vocoder_core: int = _opt(1, "NPU core of the TTS vocoder (0 or 1).", lo=0, hi=1)
+    rknn_runtime: str = _opt("/usr/lib/librknnrt.so", "The RKNN runtime library (for `assistant doctor`).")
+
+
+@dataclass(frozen=True)
+class RkllmConfig:
+    library: str = _opt("/usr/lib/librkllmrt.so", "The RKLLM runtime library (version 1.3.0), absolute path.")
+    model: str = _opt("models/rkllm/qwen2.5-0.5b-instruct-w8a8-rk3576.rkllm",
+                      "The .rkllm model (relative to the config file).")
+    max_context: int = _opt(1024, "Context length in tokens the runtime reserves.", lo=128, hi=16384)
+    cpu_mask: int = _opt(240, "CPU cores the runtime's threads use, as a bit mask (240 = cores 4–7, the A72s).",
+                         lo=1, hi=255)
+    system_template: str = _opt("<|im_start|>system\n{}<|im_end|>\n",
+                                "Chat template around the system prompt ({} is the prompt); Qwen's by default.")
+    prompt_prefix: str = _opt("<|im_start|>user\n", "Chat template before each user turn.")
+    prompt_postfix: str = _opt("<|im_end|>\n<|im_start|>assistant\n", "Chat template after each user turn.")
+    prompt_cache: str = _opt("~/.cache/tingshuo/rkllm-system-prompt.bin",
+                             "File where the runtime keeps the evaluated system prompt between starts.")
+
+
+@dataclass(frozen=True)
+class MatchaConfig:
+    acoustic_model: str = _opt("models/matcha-rknn/matcha-s64.rknn", "Matcha acoustic model, static-shape .rknn.")
+    vocoder: str = _opt("models/matcha-rknn/vocos-16khz-600.rknn", "Vocos vocoder, static-shape .rknn.")
+    lexicon: str = _opt("models/matcha-rknn/lexicon.txt", "Word → phones lexicon of the acoustic model.")
+    tokens: str = _opt("models/matcha-rknn/tokens.txt", "Phone → token id table of the acoustic model.")
+    sample_rate: int = _opt(16000, "Sample rate of the vocoder's audio.", lo=8000, hi=48000)
+    n_fft: int = _opt(1024, "The vocoder's FFT size (its magnitude has n_fft/2 + 1 bins).", lo=64, hi=8192)
+    hop: int = _opt(256, "The vocoder's hop in samples (one mel frame).", lo=16, hi=4096)
+    noise_scale: float = _opt(0.667, "Matcha's sampling noise.", lo=0.0, hi=2.0)
+    frames_per_token: float = _opt(4.2, "Mel frames one token lasts, for cutting the fixed window "
+                                   "(refined from measured lengths as the assistant speaks).", lo=0.5, hi=50.0)
+    frames_offset: float = _opt(8.0, "Mel frames added to every estimate.", lo=-100.0, hi=200.0)
+    espeak_lib: str = _opt("", "libespeak-ng.so for English words (absolute path; empty: English is skipped).")
+    espeak_data: str = _opt("", "espeak-ng-data folder (absolute path; empty: the library's default).")
 
 
 @dataclass(frozen=True)
@@ -239,6 +284,9 @@ class Config:
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     models: ModelsConfig = field(default_factory=ModelsConfig)
+    npu: NpuConfig = field(default_factory=NpuConfig)
+    rkllm: RkllmConfig = field(default_factory=RkllmConfig)
+    matcha: MatchaConfig = field(default_factory=MatchaConfig)
     kws: KwsConfig = field(default_factory=KwsConfig)
     asr: AsrConfig = field(default_factory=AsrConfig)
     llm: LlmConfig = field(default_factory=LlmConfig)
@@ -255,6 +303,11 @@ class Config:
     def data_dir(self) -> Path:
         """``tools.data_dir`` made absolute against the config file's folder."""
         p = Path(self.tools.data_dir).expanduser()
+        return p if p.is_absolute() else (self.base_dir / p).resolve()
+
+    def path(self, value: str) -> Path:
+        """A configured file path: ``~`` expanded, relative paths taken from the config file's folder."""
+        p = Path(value).expanduser()
         return p if p.is_absolute() else (self.base_dir / p).resolve()
 
     def model_dirs(self) -> list[Path]:

@@ -15,7 +15,9 @@ from models.protocols import ModelError
 
 def configured(cfg: Config) -> list[Model]:
     """The models the current configuration uses."""
-    names = ["silero-vad", cfg.asr.model, "kokoro-v1.0-int8", "kokoro-zh-voices", "kws-zipformer-wenetspeech-3.3M"]
+    names = ["silero-vad", cfg.asr.model, "kws-zipformer-wenetspeech-3.3M"]
+    if cfg.models.tts == "kokoro":
+        names += ["kokoro-v1.0-int8", "kokoro-zh-voices"]
     if cfg.models.llm == "llama":
         names.append(cfg.llm.model)
     return [by_name(n) for n in names]

@@ -35,3 +35,20 @@ def test_the_check_can_be_turned_off_and_is_skipped_without_meminfo(tmp_path):
     cfg = config.load(None, ["budget.check=false"])
     assert budget.check(cfg, meminfo(tmp_path, 10)) is None
     assert budget.check(config.load(None, []), tmp_path / "missing") is None
+
+
+def test_the_npu_chain_counts_its_configured_model_files(tmp_path):
+    for name, size in (("matcha.rknn", 70 * 2**20), ("vocos.rknn", 30 * 2**20), ("qwen.rkllm", 600 * 2**20)):
+        with open(tmp_path / name, "wb") as f:
+            f.truncate(size)  # sparse: sized without taking the disk
+    cfg = config.load(None, ['models.tts="matcha-rknn"', 'models.llm="rkllm"', "rkllm.max_context=4096",
+                             f'matcha.acoustic_model="{tmp_path / "matcha.rknn"}"',
+                             f'matcha.vocoder="{tmp_path / "vocos.rknn"}"', f'rkllm.model="{tmp_path / "qwen.rkllm"}"'])
+    items = {i.what: i.bytes / budget.MB for i in budget.needs(cfg)}
+    assert items["tts"] == 100 and items["llm"] == 600 and items["rkllm KV cache"] == 48
+    assert "llm KV cache" not in items
+    refusal = r"llm 600 MB \(try a smaller .rkllm model \(rkllm.model\)\); working set 300 MB"
+    with pytest.raises(ModelError, match=refusal):
+        budget.check(cfg, meminfo(tmp_path, 1000))
+    missing = config.load(None, ['models.tts="matcha-rknn"', f'matcha.vocoder="{tmp_path / "none.rknn"}"'])
+    assert {i.what: i.bytes for i in budget.needs(missing)}["tts"] == 0
