@@ -27,10 +27,12 @@ def assets_for(cfg: Config) -> Assets:
 
 
 def vad(cfg: Config, assets: Assets) -> Vad:
+    from models import sherpa_build
     from models.sherpa_vad import SherpaSileroVad, silero_model_path
 
     if cfg.models.vad == "sherpa-silero":
-        return SherpaSileroVad(silero_model_path(assets), threshold=cfg.vad.threshold)
+        return SherpaSileroVad(silero_model_path(assets), threshold=cfg.vad.threshold,
+                               provider=sherpa_build.provider(cfg.models.sherpa_provider, "vad"))
     from models.silero_vad import SileroVad
 
     return SileroVad(silero_model_path(assets))
@@ -50,6 +52,7 @@ def kws_words(cfg: Config) -> list[str]:
 
 def kws(cfg: Config, assets: Assets) -> Kws | None:
     """The keyword spotter, or None when there is no word to spot."""
+    from models import sherpa_build
     from models.sherpa_kws import MODEL, Keyword, SherpaKws
 
     words = kws_words(cfg)
@@ -57,7 +60,8 @@ def kws(cfg: Config, assets: Assets) -> Kws | None:
         return None
     keywords = [Keyword(w, cfg.kws.boosts.get(w, cfg.kws.boost), cfg.kws.thresholds.get(w, cfg.kws.threshold))
                 for w in words]
-    return SherpaKws(assets.folder(MODEL), keywords, threads=cfg.kws.threads)
+    return SherpaKws(assets.folder(MODEL), keywords, threads=cfg.kws.threads,
+                     provider=sherpa_build.provider(cfg.models.sherpa_provider, "kws"))
 
 
 def asr(cfg: Config, assets: Assets) -> Asr:

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from assistant import app, backends, budget, jobs, logs, models_cmd, tools_cmd
+from assistant import app, backends, budget, doctor, jobs, logs, models_cmd, tools_cmd
 from assistant.audio.protocols import AudioDeviceError
 from assistant.audio.wav import BadAudioFile, read_wav
 from assistant.clock import SampleClock
@@ -70,6 +70,9 @@ def _parser() -> argparse.ArgumentParser:
     mp.add_argument("--from", dest="source", type=Path, default=None, metavar="DIR",
                     help="fetch from a local folder (a USB stick, an offline mirror) instead of the network")
     sub.add_parser("config", parents=[common], help="print every setting with its value and meaning")
+    dp = sub.add_parser("doctor", parents=[common], help="check this machine: CPU, NPU, runtimes, sound, models")
+    dp.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    dp.add_argument("--strict", action="store_true", help="exit 1 when anything is flagged (warn or error)")
     return parser
 
 
@@ -226,4 +229,5 @@ COMMANDS: dict[str, Callable[[Config, argparse.Namespace], int]] = {
     "run": cmd_run, "replay": cmd_replay, "vad": cmd_vad, "config": cmd_config, "models": models_cmd.run,
     "bench": cmd_bench, "normalize": cmd_normalize, "transcribe": jobs.transcribe, "say": jobs.say,
     "ask": jobs.ask, "file": jobs.answer_file, "todos": tools_cmd.todos, "reminders": tools_cmd.reminders,
+    "doctor": doctor.run,
 }

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from models import sherpa_build
 from models.protocols import ModelError, Samples
 from models.worker import Worker
 
@@ -49,12 +50,14 @@ class SherpaKws:
 
     sample_rate = 16000
 
-    def __init__(self, model_dir: Path, keywords: list[Keyword], *, threads: int = 1) -> None:
+    def __init__(self, model_dir: Path, keywords: list[Keyword], *, threads: int = 1, provider: str = "cpu") -> None:
         if not keywords:
             raise ModelError("kws: no wake words configured (wake.keywords)")
         self.model_dir = model_dir
         self.keywords = keywords
         self.threads = threads
+        # "rknn" only with an RKNN build of sherpa-onnx and .rknn model files; otherwise the CPU
+        self.provider = sherpa_build.usable(provider, "kws", [model_dir / n for n in (ENCODER, DECODER, JOINER)])
         self._worker = Worker("kws")
         self._spotter: Any = None
         self._stream: Any = None
@@ -77,7 +80,7 @@ class SherpaKws:
         self._spotter = sherpa_onnx.KeywordSpotter(
             tokens=str(self.model_dir / TOKENS), encoder=str(self.model_dir / ENCODER),
             decoder=str(self.model_dir / DECODER), joiner=str(self.model_dir / JOINER),
-            keywords_file=str(self._keywords_file), num_threads=self.threads, provider="cpu")
+            keywords_file=str(self._keywords_file), num_threads=self.threads, provider=self.provider)
         self._stream = self._spotter.create_stream()
 
     def close(self) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from models import sherpa_build
 from models.assets import Assets
 from models.protocols import ModelError, Samples
 from models.worker import Worker
@@ -33,12 +34,14 @@ class SherpaSileroVad:
 
     sample_rate = 16000
 
-    def __init__(self, model_path: Path, threshold: float = 0.5) -> None:
+    def __init__(self, model_path: Path, threshold: float = 0.5, provider: str = "cpu") -> None:
         if "half" in model_path.name:
             # sherpa-onnx ends the process on the fp16 export instead of raising.
             raise ModelError(f"vad: {model_path.name} is not supported; use silero_vad.onnx")
         self.model_path = model_path
         self.threshold = threshold
+        # "rknn" only with an RKNN build of sherpa-onnx and a .rknn model file; otherwise the CPU
+        self.provider = sherpa_build.usable(provider, "vad", [model_path])
         self.window_samples = 512
         self._model: Any = None
         self._worker = Worker("vad")
@@ -57,7 +60,7 @@ class SherpaSileroVad:
         config.silero_vad.min_silence_duration = 0.0
         config.sample_rate = self.sample_rate
         config.num_threads = 1
-        config.provider = "cpu"
+        config.provider = self.provider
         model = sherpa_onnx.VadModel.create(config)
         if model is None or model.window_size() != self.window_samples + CONTEXT_SAMPLES:
             raise ModelError(f"vad: {self.model_path} did not load as silero v5")

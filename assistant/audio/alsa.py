@@ -34,7 +34,7 @@ _ErrorHandler = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_int, ctypes.c_c
 _quiet_handler: Any = None
 
 
-def _silence_alsa_lib() -> None:
+def silence_alsa_lib() -> None:
     """Keep libasound from printing its own multi-line diagnostics on stderr; we raise one
     clear error instead. (The handler is variadic in C; the extra arguments are ignored.)"""
     global _quiet_handler
@@ -54,7 +54,7 @@ def _open(kind: str, device: str, rate: int, period: int, periods: int = 4) -> A
         import alsaaudio
     except ImportError as exc:  # pragma: no cover - a dependency of the package
         raise AudioDeviceError(f"pyalsaaudio is not installed: {exc}") from None
-    _silence_alsa_lib()
+    silence_alsa_lib()
     pcm_type = alsaaudio.PCM_CAPTURE if kind == "capture" else alsaaudio.PCM_PLAYBACK
     try:
         return alsaaudio.PCM(pcm_type, device=device, rate=rate, channels=1,
