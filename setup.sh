@@ -13,7 +13,8 @@ models_from=${1:-}
 
 need_apt=()
 dpkg -s libasound2-dev >/dev/null 2>&1 || need_apt+=(libasound2-dev)   # pyalsaaudio builds against it
-command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
+dpkg -s libespeak-ng1 >/dev/null 2>&1 || need_apt+=(libespeak-ng1)     # English words for the NPU TTS
+command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)                       # also builds the test stand-ins
 command -v g++ >/dev/null 2>&1 || need_apt+=(g++)                       # llama-cpp-python builds with it
 if ((${#need_apt[@]})); then
     echo "setup: installing ${need_apt[*]} with apt-get"

@@ -6,6 +6,7 @@ Backend modules are imported here, when chosen, so a command never loads a runti
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +19,7 @@ from states.session import Backends
 
 if TYPE_CHECKING:
     from assistant.tools.answers import Tools
+    from models.npu import NpuScheduler
 
 DATABASE = "tingshuo.sqlite3"
 
@@ -95,7 +97,25 @@ def llm(cfg: Config, assets: Assets) -> Llm:
                     expected_sha256=gguf.sha256, system_prompt=(cfg.llm.system_prompt or BUILT_IN) + prompt_tail)
 
 
+@functools.cache
+def npu(mode: str) -> NpuScheduler:
+    """The process's one NPU owner (every NPU backend of a process shares it)."""
+    from models.npu import NpuScheduler
+
+    return NpuScheduler(mode)
+
+
 def tts(cfg: Config, assets: Assets) -> Tts:
+    if cfg.models.tts == "matcha-rknn":
+        from models.matcha_rknn_tts import MatchaRknnTts
+
+        m = cfg.matcha
+        return MatchaRknnTts(cfg.path(m.acoustic_model), cfg.path(m.vocoder), cfg.path(m.lexicon), cfg.path(m.tokens),
+                             npu=npu(cfg.npu.mode), acoustic_core=cfg.npu.acoustic_core,
+                             vocoder_core=cfg.npu.vocoder_core, sample_rate=m.sample_rate, n_fft=m.n_fft, hop=m.hop,
+                             noise_scale=m.noise_scale, speed=cfg.tts.speed, frames_per_token=m.frames_per_token,
+                             frames_offset=m.frames_offset, espeak_lib=cfg.path(m.espeak_lib) if m.espeak_lib else None,
+                             espeak_data=cfg.path(m.espeak_data) if m.espeak_data else None)
     from models.kokoro_tts import KokoroTts
 
     return KokoroTts(assets.path("kokoro-v1.0-int8", "kokoro-v1.0.int8.onnx"),
@@ -108,6 +128,10 @@ def phrase_cache(cfg: Config, assets: Assets) -> PhraseCache | None:
     """The on-disk cache of short spoken phrases for the configured voice, if enabled."""
     if not cfg.tts.phrase_cache:
         return None
+    if cfg.models.tts == "matcha-rknn":  # no manifest hash: the model files' identity instead
+        files = [cfg.path(cfg.matcha.acoustic_model), cfg.path(cfg.matcha.vocoder), cfg.path(cfg.matcha.lexicon)]
+        identity = ";".join(f"{f}:{f.stat().st_size}:{f.stat().st_mtime_ns}" if f.is_file() else str(f) for f in files)
+        return PhraseCache(default_folder(), tts_key(identity, "matcha", cfg.tts.speed))
     from models.manifest import by_name
 
     model_sha = by_name("kokoro-v1.0-int8").file("kokoro-v1.0.int8.onnx").sha256

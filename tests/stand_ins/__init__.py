@@ -1,0 +1,1 @@
+"""Stand-ins for modules that exist only on other machines (injected by tests; never shipped)."""
