@@ -86,6 +86,17 @@ def llm(cfg: Config, assets: Assets) -> Llm:
                          history_turns=cfg.llm.history_turns,
                          system_prompt=(cfg.llm.system_prompt or SYSTEM_PROMPT) + prompt_tail)
     from models.llama_llm import SYSTEM_PROMPT as BUILT_IN
+    if cfg.models.llm == "rkllm":
+        from models.rkllm_llm import RkllmLlm
+
+        r = cfg.rkllm
+        return RkllmLlm(Path(r.library).expanduser(), cfg.path(r.model), max_context=r.max_context,
+                        max_tokens=cfg.llm.max_tokens, temperature=cfg.llm.temperature, top_p=cfg.llm.top_p,
+                        repeat_penalty=cfg.llm.repeat_penalty, history_turns=cfg.llm.history_turns,
+                        system_prompt=(cfg.llm.system_prompt or BUILT_IN) + prompt_tail,
+                        system_template=r.system_template, prompt_prefix=r.prompt_prefix,
+                        prompt_postfix=r.prompt_postfix, cpu_mask=r.cpu_mask, npu=npu(cfg.npu.mode),
+                        prompt_cache=cfg.path(r.prompt_cache) if r.prompt_cache else None)
     from models.llama_llm import LlamaLlm
     from models.manifest import by_name
 

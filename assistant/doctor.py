@@ -47,9 +47,6 @@ ARM_PARTS = {0xD03: "Cortex-A53", 0xD04: "Cortex-A35", 0xD05: "Cortex-A55", 0xD0
              0xD0D: "Cortex-A77", 0xD41: "Cortex-A78"}
 # `strings librknnrt.so | grep "librknnrt version"` → librknnrt version: 2.3.2 (429f97ae6b@2025-04-09T09:09:27)
 RKNNRT_VERSION = re.compile(rb"librknnrt version: (\d+\.\d+\.\d+[\w.+-]*)(?: \(([^)\x00]*)\))?")
-# The RKLLM runtime logs "rkllm-runtime version: 1.3.0, rknpu driver version: …"; a literal is searched.
-RKLLMRT_VERSION = re.compile(rb"(?:rkllm-runtime version|RKLLM Runtime Version|rkllm version): ?"
-                             rb"v?(\d+\.\d+\.\d+[\w.+-]*)")
 # A .rknn model's flatbuffer "compiler" string: "2.3.2+81f21f4d(compiler version: 2.3.2 (e045de294f@…))"
 RKNN_COMPILER = re.compile(rb"(\d+\.\d+\.\d+[\w.+-]*)\(compiler version: [^\x00]{1,200}")
 PACKAGES = ("numpy", "onnxruntime", "sherpa-onnx", "faster-whisper", "ctranslate2", "llama-cpp-python",
@@ -243,7 +240,19 @@ def librknnrt(cfg: Config, env: Env) -> list[Row]:
 
 
 def librkllmrt(cfg: Config, env: Env) -> list[Row]:
-    return [_library("librkllmrt", cfg.path(cfg.rkllm.library), RKLLMRT_VERSION, cfg.models.llm == "rkllm")]
+    """The RKLLM runtime, read as the binding reads it (models/rkllm_abi.py): 1.3.0 or refused."""
+    from models import rkllm_abi
+
+    path, needed = cfg.path(cfg.rkllm.library), cfg.models.llm == "rkllm"
+    if not path.is_file():
+        return [Row("librkllmrt", WARN if needed else ABSENT, f"{path} not found")]
+    versions = rkllm_abi.runtime_versions(path)
+    if versions is None:
+        return [Row("librkllmrt", WARN, f"{path} is not an RKLLM runtime (no 'rkllm-runtime version' banner)")]
+    if rkllm_abi.VERSION in versions:
+        return [Row("librkllmrt", OK, f"{rkllm_abi.VERSION} ({path})")]
+    found = ", ".join(sorted(versions)) or "none"
+    return [Row("librkllmrt", WARN, f"{path}: version strings {found}; the binding needs {rkllm_abi.VERSION}")]
 
 
 def rknn_toolkit_lite2(cfg: Config, env: Env) -> list[Row]:

@@ -78,14 +78,16 @@ def test_runtime_versions_are_read_from_the_library_bytes(tmp_path: Path) -> Non
     rkllmrt = fake_library(tmp_path / "librkllmrt.so", "rkllm-runtime version: %s, rknpu driver version: %s",
                            "rkllm-runtime version: 1.3.0")
     assert doctor.library_version(rknnrt) == "2.3.0 (c949ad889d@2024-11-07T11:35:33)"
-    assert doctor.library_version(rkllmrt, doctor.RKLLMRT_VERSION) == "1.3.0"
     assert doctor.library_version(fake_library(tmp_path / "libother.so", "version: 9.9.9")) is None
     (tmp_path / "empty.so").write_bytes(b"")
     assert doctor.library_version(tmp_path / "empty.so") is None
     cfg = config.load(None, [f"npu.rknn_runtime='{rknnrt}'", f"rkllm.library='{rkllmrt}'"])
     rows = by_name(doctor.librknnrt(cfg, Env()) + doctor.librkllmrt(cfg, Env()))
     assert rows["librknnrt"] == Row("librknnrt", OK, f"2.3.0 (c949ad889d@2024-11-07T11:35:33) ({rknnrt})")
-    assert rows["librkllmrt"].detail.startswith("1.3.0 (")
+    assert rows["librkllmrt"] == Row("librkllmrt", OK, f"1.3.0 ({rkllmrt})")
+    older = fake_library(tmp_path / "librkllmrt-1.2.3.so", "rkllm-runtime version: 1.2.3")
+    row = doctor.librkllmrt(config.load(None, [f"rkllm.library='{older}'"]), Env())[0]
+    assert row.status == WARN and "version strings 1.2.3; the binding needs 1.3.0" in row.detail
 
 
 def test_the_compile_toolkit_is_read_from_an_rknn_file(tmp_path: Path) -> None:
