@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from assistant import cli, logs
 from assistant import config as config_mod
 from assistant.audio.wav import read_wav
 from assistant.replay import Echo, replay
@@ -121,6 +122,25 @@ def quiet_logs() -> None:
     from assistant import logs
 
     logs.setup("warning", "console")
+
+
+@pytest.fixture
+def cli_main(tmp_path, monkeypatch, capsys):
+    """``assistant.cli.main`` in this process, away from the repository's config.toml; returns
+    (exit code, stdout, stderr lines)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TINGSHUO_CONFIG", raising=False)
+
+    def run(*args: str) -> tuple[int, str, list[str]]:
+        try:
+            code = cli.main([*args, "--set", "log.level='warning'"])
+        finally:
+            with capsys.disabled():  # logs.setup() bound structlog to the captured stderr
+                logs.setup("warning", "console")
+        out, err = capsys.readouterr()
+        return code, out, err.strip().splitlines()
+
+    return run
 
 
 @dataclass

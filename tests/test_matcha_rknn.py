@@ -487,10 +487,10 @@ async def test_english_words_go_through_espeak(rknn: stand_in.Script, files: Fil
 # --- selected in config.toml ---------------------------------------------------------------------
 
 
-def test_config_selects_the_npu_tts_for_the_whole_reply_path(rknn: stand_in.Script, files: Files,
-                                                               tmp_path: Path) -> None:
+def test_config_selects_the_npu_tts_for_the_whole_reply_path(rknn: stand_in.Script, files: Files, tmp_path: Path,
+                                                               cli_main: Any) -> None:
     """`assistant say` with models.tts = "matcha-rknn": text → windows → stand-in NPU → a 16 kHz wav."""
-    from assistant import backends, cli, config
+    from assistant import backends, config
     from assistant.audio.wav import read_wav
 
     out = tmp_path / "said.wav"
@@ -500,7 +500,7 @@ def test_config_selects_the_npu_tts_for_the_whole_reply_path(rknn: stand_in.Scri
     argv = ["say", LONG, "-o", str(out), "--set", "tts.phrase_cache=false"]
     for item in settings:
         argv += ["--set", item]
-    assert cli.main(argv) == 0
+    assert cli_main(*argv)[0] == 0
     audio = read_wav(out, 16000)
     assert len(audio) > 16000 * 5 and float(np.max(np.abs(audio))) > 0.1
     masks = {model: {c.core_mask for c in rknn.of(model, "init_runtime")} for model in (ACOUSTIC, VOCODER)}

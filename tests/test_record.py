@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from assistant import cli, logs
 from assistant.audio.recorder import GrowingWav
 from assistant.audio.reference import PlayedAudio
 from assistant.audio.wav import read_wav, write_wav
@@ -194,25 +193,6 @@ def test_a_crash_loses_at_most_the_last_second(tmp_path):
         assert 2.0 <= params.nframes / RATE <= 2.5, name
         assert np.array_equal(data, (gain * audio[:params.nframes] * 32767).round().astype(np.int32))
         assert len(read_wav(folder / name, RATE)) == params.nframes
-
-
-@pytest.fixture
-def cli_main(tmp_path, monkeypatch, capsys):
-    """``assistant.cli.main`` in this process, away from the repository's config.toml; returns
-    (exit code, stdout, stderr lines)."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("TINGSHUO_CONFIG", raising=False)
-
-    def run(*args: str) -> tuple[int, str, list[str]]:
-        try:
-            code = cli.main([*args, "--set", "log.level='warning'"])
-        finally:
-            with capsys.disabled():  # logs.setup() bound structlog to the captured stderr
-                logs.setup("warning", "console")
-        out, err = capsys.readouterr()
-        return code, out, err.strip().splitlines()
-
-    return run
 
 
 def test_replay_of_a_folder_without_mic_wav_is_one_line_and_exit_2(tmp_path, cli_main):

@@ -589,17 +589,14 @@ def test_prompt_cache_of_another_system_prompt_is_rebuilt(make_llm: Callable[...
 
 
 def test_config_selects_rkllm_for_ask(standin: StandIn, library: Path, model: Path, tmp_path: Path,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
+                                      cli_main: Callable[..., tuple[int, str, list[str]]]) -> None:
     """`assistant ask` with models.llm = "rkllm": the reply streamed from the (stand-in) runtime is printed."""
-    from assistant import cli
-
     argv = ["ask", "--text", "你是谁", "-o", str(tmp_path / "reply.wav"), "--set", "models.llm=rkllm",
             "--set", f'rkllm.library="{library}"', "--set", f'rkllm.model="{model}"',
             "--set", f'rkllm.prompt_cache="{tmp_path / "cache.bin"}"', "--set", "npu.mode=concurrent"]
-    assert cli.main(argv) == 0
-    assert capsys.readouterr().out.strip() == f"听说: {REPLY}"
+    code, out, _ = cli_main(*argv)
+    assert code == 0 and out.strip() == f"听说: {REPLY}"
     assert standin.text("prompt").endswith(f"{PREFIX}你是谁{POSTFIX}")
     assert (tmp_path / "reply.wav").stat().st_size > 1000  # spoken too (Kokoro on the CPU)
-    wrong = [*argv[:5], "--set", "models.llm=rkllm", "--set", f'rkllm.library="{tmp_path}/none.so"']
-    assert cli.main(wrong) == 2
-    assert "none.so" in capsys.readouterr().err
+    code, _, err = cli_main(*argv[:5], "--set", "models.llm=rkllm", "--set", f'rkllm.library="{tmp_path}/none.so"')
+    assert code == 2 and len(err) == 1 and "none.so" in err[0]
