@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from models.rkllm_llm import RkllmLlm  # noqa: E402
+from models.rkllm_llm import RkllmLlm
 
 SOURCE = Path(__file__).resolve().parent.parent / "tests" / "stand_ins" / "librkllmrt.c"
 
