@@ -1,6 +1,9 @@
-"""Benchmark of the CPU models: load time, real-time factors, LLM first token and speed, peak RSS.
+"""Benchmark of the configured models: load time, real-time factors, LLM first token and speed, peak RSS.
 
-    .venv/bin/python benchmarks/models.py [--set key=value ...]
+    .venv/bin/python benchmarks/models.py [--config PATH] [--set key=value ...]
+
+On an RK3576 board, ``--config /etc/tingshuo/config.toml`` measures the NPU backends it selects
+(Matcha + Vocos: RTF and first audio; RKLLM: first token and tokens/s) with the same numbers.
 
 Prints one table (Markdown) for the README. Numbers come from real models on real recordings:
 ASR on the shared Mandarin clips, KWS and VAD on the 68.8 s car-commands recording, TTS on three
@@ -117,14 +120,17 @@ async def main(cfg: config.Config) -> None:
     t = timed_load(tts)
     all_loaded += t
     rtf, first = await tts_numbers(tts)
-    rows.append((f"TTS Kokoro int8, {cfg.tts.threads} threads", f"{t:.2f}",
+    what = "Matcha + Vocos (NPU)" if cfg.models.tts == "matcha-rknn" else f"Kokoro int8, {cfg.tts.threads} threads"
+    rows.append((f"TTS {what}", f"{t:.2f}",
                  f"RTF {rtf:.3f}, first piece {first:.2f} s"))
 
     llm = backends.llm(cfg, assets)
     t = timed_load(llm)
     all_loaded += t
     ttft, rate = await llm_numbers(llm)
-    rows.append((f"LLM {cfg.llm.model}, {cfg.llm.threads} threads", f"{t:.2f}",
+    what = (f"RKLLM {Path(cfg.rkllm.model).name}" if cfg.models.llm == "rkllm"
+            else f"{cfg.llm.model}, {cfg.llm.threads} threads")
+    rows.append((f"LLM {what}", f"{t:.2f}",
                  f"first token {ttft:.2f} s, {rate:.1f} tokens/s"))
 
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -139,7 +145,8 @@ async def main(cfg: config.Config) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
+    parser.add_argument("--config", type=Path, default=ROOT / "config.toml")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     args = parser.parse_args()
     logs.setup("error")
-    asyncio.run(main(config.load(ROOT / "config.toml", args.overrides)))
+    asyncio.run(main(config.load(args.config, args.overrides)))
