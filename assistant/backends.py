@@ -126,7 +126,7 @@ def tts(cfg: Config, assets: Assets) -> Tts:
                              vocoder_core=cfg.npu.vocoder_core, sample_rate=m.sample_rate, n_fft=m.n_fft, hop=m.hop,
                              noise_scale=m.noise_scale, speed=cfg.tts.speed, frames_per_token=m.frames_per_token,
                              frames_offset=m.frames_offset, espeak_lib=cfg.path(m.espeak_lib) if m.espeak_lib else None,
-                             espeak_data=cfg.path(m.espeak_data) if m.espeak_data else None)
+                             espeak_data=cfg.path(m.espeak_data) if m.espeak_data else None, add_blank=m.add_blank)
     from models.kokoro_tts import KokoroTts
 
     return KokoroTts(assets.path("kokoro-v1.0-int8", "kokoro-v1.0.int8.onnx"),

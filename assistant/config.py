@@ -199,6 +199,7 @@ class MatchaConfig:
     n_fft: int = _opt(1024, "The vocoder's FFT size (its magnitude has n_fft/2 + 1 bins).", lo=64, hi=8192)
     hop: int = _opt(256, "The vocoder's hop in samples (one mel frame).", lo=16, hi=4096)
     noise_scale: float = _opt(0.667, "Matcha's sampling noise.", lo=0.0, hi=2.0)
+    add_blank: bool = _opt(True, "Put the blank token before, between and after the tokens (as the model was trained).")
     frames_per_token: float = _opt(6.9, "Mel frames one token lasts, for cutting the fixed window "
                                    "(refined from measured lengths as the assistant speaks).", lo=0.5, hi=50.0)
     frames_offset: float = _opt(8.0, "Mel frames added to every estimate.", lo=-100.0, hi=200.0)

@@ -171,7 +171,7 @@ class MatchaRknnTts:
                  acoustic_core: int = 0, vocoder_core: int = 1, sample_rate: int = 16000, n_fft: int = 1024,
                  hop: int = 256, noise_scale: float = 0.667, speed: float = 1.0,
                  frames_per_token: float = FRAMES_PER_TOKEN, frames_offset: float = FRAMES_OFFSET,
-                 espeak_lib: Path | None = None, espeak_data: Path | None = None) -> None:
+                 espeak_lib: Path | None = None, espeak_data: Path | None = None, add_blank: bool = True) -> None:
         if not 0.5 <= speed <= 2.0:
             raise ValueError(f"tts: speed must be within 0.5–2.0, not {speed}")
         self.sample_rate = sample_rate
@@ -182,7 +182,7 @@ class MatchaRknnTts:
         self.vocoder = RknnModel(vocoder, core_mask(vocoder_core), "tts vocoder")
         english = espeak_lib is not None and str(espeak_lib) not in ("", ".")  # Path("") is "."
         espeak = Espeak(espeak_lib, espeak_data) if english and espeak_lib is not None else None
-        self.frontend = MatchaFrontend(lexicon, tokens, espeak=espeak)
+        self.frontend = MatchaFrontend(lexicon, tokens, espeak=espeak, add_blank=add_blank)
         self.hop = hop
         self.bins = n_fft // 2 + 1
         self.noise_scale = noise_scale

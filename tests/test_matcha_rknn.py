@@ -226,6 +226,19 @@ async def test_a_short_text_is_padded_cut_at_its_voiced_end_and_comes_back_as_au
     assert snr_db(expected[80:-80], audio[80:-80]) > 60  # past the 5 ms fades
 
 
+async def test_a_model_trained_without_blanks_gets_the_bare_tokens_and_fuller_windows(
+        rknn: stand_in.Script, files: Files, npu: NpuScheduler) -> None:
+    tts = make(files, npu, add_blank=False)
+    try:
+        assert max(len(w) for w in tts.plan(LONG)) > 32  # with blanks a window holds at most 31 tokens
+        await speak(tts, SHORT)
+    finally:
+        tts.close()
+    x, x_length, *_ = rknn.of(ACOUSTIC, "inference")[-1].inputs or []
+    ids = syllable_ids(files, SHORT)
+    assert x[0, :len(ids)].tolist() == ids and x_length.tolist() == [len(ids)]
+
+
 @pytest.mark.parametrize("parts", ["phase", "cos_sin", "log_phase"])
 async def test_every_vocoder_output_layout_gives_the_same_audio(rknn: stand_in.Script, files: Files,
                                                                parts: str) -> None:
