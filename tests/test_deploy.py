@@ -14,7 +14,7 @@ DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
 
 def test_the_board_config_selects_the_npu_backends():
     cfg = config.load(DEPLOY / "config.rk3576.toml")
-    assert (cfg.models.tts, cfg.models.llm, cfg.models.sherpa_provider) == ("matcha-rknn", "rkllm", "rknn")
+    assert (cfg.models.tts, cfg.models.llm, cfg.models.sherpa_provider) == ("matcha-rknn", "rkllm", "cpu")
     assert cfg.npu.acoustic_core != cfg.npu.vocoder_core
     assert all(Path(p).is_absolute() for p in (cfg.rkllm.library, cfg.rkllm.model, cfg.matcha.acoustic_model,
                                                cfg.matcha.vocoder, cfg.matcha.espeak_lib))
@@ -26,6 +26,10 @@ def test_the_systemd_unit_runs_existing_commands_resident():
     unit.read(DEPLOY / "tingshuo.service", encoding="utf-8")
     service = unit["Service"]
     assert service["Type"] == "simple" and service["Restart"] == "on-failure"
+    lines = (DEPLOY / "tingshuo.service").read_text(encoding="utf-8").splitlines()
+    environment = dict(line.removeprefix("Environment=").split("=", 1) for line in lines
+                       if line.startswith("Environment="))  # a key systemd allows many times
+    assert set(environment) >= {"TINGSHUO_CONFIG", "TINGSHUO_MODEL_STORE"}
     parser = _parser()
     for key in ("ExecStartPre", "ExecStart"):
         argv = shlex.split(service[key])
