@@ -25,6 +25,7 @@ import hashlib
 import importlib.metadata
 import json
 import mmap
+import os
 import platform
 import re
 import struct
@@ -71,6 +72,7 @@ class Env:
     dev: Path = Path("/dev")
     machine: str = field(default_factory=platform.machine)
     python: tuple[int, ...] = tuple(sys.version_info[:3])
+    can_use: Callable[[Path], bool] = lambda node: os.access(node, os.R_OK | os.W_OK)  # a device node, as this user
 
 
 # -- reading versions from files, without loading them ---------------------------------------------
@@ -222,6 +224,9 @@ def npu(cfg: Config, env: Env) -> list[Row]:
     if version is None:
         return [Row("npu", OK, f"driver version unreadable{root}; {shown}")]
     detail = f"RKNPU driver {version} ({where}); {shown}"
+    if locked := [n for n in nodes if not env.can_use(n)]:
+        return [Row("npu", WARN, f"{detail}; this user cannot open {', '.join(map(str, locked))}: add it to the "
+                                 "render and video groups (deploy/tingshuo.service runs with them)")]
     uses_rkllm = cfg.models.llm == "rkllm" or cfg.path(cfg.rkllm.library).is_file()
     if uses_rkllm and tuple(int(p) for p in version.split(".")) < RKLLM_DRIVER:
         return [Row("npu", WARN, detail + "; RKLLM 1.3.0 needs driver 0.9.8 (Rockchip RKLLM SDK 1.3.0 manual, 2.4)")]

@@ -4,6 +4,7 @@ runtime libraries and .rknn files; flags mismatches; parses fake /proc files of 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import struct
 import subprocess
@@ -178,6 +179,8 @@ def test_npu_driver_from_sysfs_and_debugfs(tmp_path: Path) -> None:
     [old] = doctor.npu(config.load(None, ["models.llm=rkllm"]), env)
     assert old.status == WARN
     assert "RKLLM 1.3.0 needs driver 0.9.8" in old.detail
+    [locked] = doctor.npu(config.load(None, []), dataclasses.replace(env, can_use=lambda node: False))
+    assert locked.status == WARN and "cannot open" in locked.detail and "render and video groups" in locked.detail
 
 
 def test_no_npu_is_absent_not_a_failure(tmp_path: Path) -> None:
