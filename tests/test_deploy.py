@@ -30,6 +30,9 @@ def test_the_systemd_unit_runs_existing_commands_resident():
     environment = dict(line.removeprefix("Environment=").split("=", 1) for line in lines
                        if line.startswith("Environment="))  # a key systemd allows many times
     assert set(environment) >= {"TINGSHUO_CONFIG", "TINGSHUO_MODEL_STORE"}
+    board = config.load(DEPLOY / "config.rk3576.toml")
+    state = Path("/var/lib") / service["StateDirectory"]  # created for, and owned by, the service user
+    assert board.data_dir() == state and board.path(board.rkllm.prompt_cache).parent == state
     parser = _parser()
     for key in ("ExecStartPre", "ExecStart"):
         argv = shlex.split(service[key])
