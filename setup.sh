@@ -6,7 +6,8 @@
 #   ./setup.sh [MODELS_FOLDER]
 #
 # Safe to run again: it only adds what is missing. llama-cpp-python compiles from source the first
-# time (about 7 minutes on 2 cores); pip caches the wheel for the next run.
+# time, for this CPU and without AMX (deploy/llama-build.sh: 3–12 minutes on 2 cores); the wheel is
+# kept in ~/.cache/tingshuo/wheels for the next run.
 set -euo pipefail
 cd "$(dirname "$0")"
 models_from=${1:-}
@@ -29,9 +30,7 @@ python=${PYTHON:-python3}
     echo "setup: Python 3.11 or newer is needed ($python is $("$python" --version 2>&1))" >&2; exit 1; }
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
-if ! .venv/bin/python -c 'import llama_cpp' 2>/dev/null; then
-    echo "setup: installing llama-cpp-python (compiles from source the first time: about 7 minutes on 2 cores)"
-fi
+bash deploy/llama-build.sh .venv/bin/python
 .venv/bin/python -m pip install --quiet --progress-bar on -e '.[dev,models]'
 
 if [ -n "$models_from" ]; then
