@@ -18,7 +18,7 @@ _QUOTE = re.compile(r"^\s{0,3}(?:>\s?)+")
 # List and heading markers are taken wherever a chunk may start (after 「，」 too), not only at a line
 # start, so that a reply cut into chunks reads the same as the whole; 3 - 5, 3 * 4 and C# are kept.
 _TASK = re.compile(r"^\s*[-*+]\s+\[[ xX]\]\s+")
-_BULLET = re.compile(r"(?<![0-9A-Za-z])(?<![0-9A-Za-z][ \t])[-*+•·][ \t]+")
+_BULLET = re.compile(r"(?<![0-9A-Za-z*])(?<![0-9A-Za-z][ \t])[-*+•·][ \t]+")
 _NUMBERED = re.compile(r"(?<![0-9A-Za-z.])([0-9]{1,3})[.)][ \t]+")
 _HASHES = re.compile(r"(?<![0-9A-Za-z#])#{1,6}[ \t]+")
 _IMAGE = re.compile(r"!\[[^\]\n]*\]\([^)\n]*\)")

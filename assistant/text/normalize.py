@@ -307,7 +307,28 @@ _TIME = r"(?:[01]?[0-9]|2[0-4]):[0-5][0-9](?::[0-5][0-9])?(?:[ \t]?[AaPp]\.?[Mm]
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
 _YEAR = r"(?:1[0-9]|20)[0-9]{2}"
 _OPERAND = r"-?(?:[0-9]+(?:\.[0-9]+)?%?|[A-Za-z](?![A-Za-z0-9]))"
+_URL = r"(?:https?://|www\.)[A-Za-z0-9][A-Za-z0-9._~:/?#@!$&'*+,;=%-]*[A-Za-z0-9/]"
+_EMAIL = r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
+_URL_MARKS = {".": "点", "/": "斜杠", "-": "杠", "_": "下划线", "@": "艾特", ":": "冒号", "?": "问号", "=": "等于",
+              "&": "和", "#": "井号", "%": "百分号", "~": "波浪号", "+": "加"}
+_SCORE_WORDS = "比分|比赛|战胜|击败|打败|赢了|输了|踢平|战平|险胜|大胜|以"
+
+
+def _address(m: re.Match[str]) -> str:
+    """https://example.com/a → example点com斜杠a; a@b.cn → a艾特b点cn (letters as written, digits one by one)."""
+    text = re.sub(r"^https?://", "", m[0]).rstrip("/")
+    out = []
+    for part in re.split(r"([./\-_@:?=&#%~+])", text):
+        out.append(_URL_MARKS.get(part, _digits(part) if part.isdigit() else part))
+    return "".join(out)
+
+
 _RULES: tuple[Rule, ...] = (
+    # 零下-5℃ → 零下五摄氏度 (the sign said twice)
+    (re.compile(r"零下[ \t]*[-−](?=[0-9])"), lambda m: "零下"),
+    # 比分3-2, 以3:1战胜 → 三比二 (not 三减二, nor a clock time)
+    (re.compile(rf"({_SCORE_WORDS})([^0-9，。]{{0,4}}?)([0-9]{{1,3}})[ \t]*[-:：比][ \t]*([0-9]{{1,3}})(?![0-9.:])"),
+     lambda m: f"{m[1]}{m[2]}{_say(m[3])}比{_say(m[4])}"),
     # 1,299 → 1299 (wetext reads the comma as a pause between two numbers)
     (re.compile(r"(?<![0-9])([0-9]{1,3}(?:,[0-9]{3})+)(?![0-9]|,[0-9])"), lambda m: m[1].replace(",", "")),
     # 2026-10-21, 2026/10/21, 2026.10.21 (or a range of two) → 二零二六年十月二十一日 星期三
@@ -351,12 +372,15 @@ _RULES: tuple[Rule, ...] = (
     (re.compile(rf"([¥￥$€£])[ \t]?(-?{_NUM})(?:[ \t]*({_SEP})[ \t]*[¥￥$€£]?[ \t]?({_NUM}))?([ \t]?[万亿千百]+)?"),
      _currency),
     # 5GB, 3-5km, 2-5%, -5℃, 100km/h; then -5度 → 零下五度
-    (re.compile(rf"((?:(?<![A-Za-z0-9])[-+])?{_WSTART}{_NUM})"
-                rf"(?:({_UNIT_RE})?[ \t]*({_SEP})[ \t]*([-+]?{_NUM}))?"
+    (re.compile(rf"((?:(?<![A-Za-z0-9])[-+])?{_WSTART}(?<![0-9]/){_NUM})"
+                rf"(?:({_UNIT_RE})?(?![ \t]+-[0-9])[ \t]*({_SEP})[ \t]*([-+]?{_NUM}))?"
                 rf"([ \t]?(?:{_UNIT_RE}))(?:(?<=[A-Za-z])(?![A-Za-z0-9²³])|(?<![A-Za-z]))"), _quantity),
+    # -10到-2度 → 零下十到零下两度: a negative number that starts a range of degrees is below zero too
+    (re.compile(rf"(?<![0-9A-Za-z])-({_NUM})(?=[ \t]*[到至~～][ \t]*(?:零下|-)?{_NUM}[ \t]?(?:度|℃|°C))"),
+     lambda m: "零下" + _say(m[1])),
     (re.compile(rf"(?<![0-9A-Za-z])-({_NUM})(?=[ \t]?度)"), lambda m: "零下" + _liang(m[1])),
     # 3-5天 → 3到5天 (wetext: 三减五)
-    (re.compile(rf"{_WSTART}({_NUM})[ \t]*([~～〜–—]|-)[ \t]*({_NUM})"
+    (re.compile(rf"{_WSTART}(?<![0-9]/)({_NUM})(?![ \t]+-[0-9])[ \t]*([~～〜–—]|-)[ \t]*({_NUM})"
                 r"(?![0-9]|\.[0-9]|[ \t]*[-+×*÷/=^][ \t]*[-+]?[0-9A-Za-z])"),
      _range),
     # 3.50 → 3.5, 3.00元 → 3元 (a price is not said with 点零)
@@ -388,8 +412,12 @@ def normalize(text: str) -> str:
     return "\n".join(_normalize_line(line) for line in strip_markup(text))
 
 
+_ADDRESS = re.compile(rf"{_URL}|{_EMAIL}")
+
+
 def _normalize_line(line: str) -> str:
     body = _FULL_WIDTH_SEPARATOR.sub(lambda m: ":" if m[0] == "：" else ".", line.translate(_FULL_WIDTH))
+    body = _ADDRESS.sub(_address, body)  # web and e-mail addresses, spelled the way people read them out
     if _DIGIT.search(body):
         for pattern, spoken in _RULES:
             body = pattern.sub(spoken, body)
