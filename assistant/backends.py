@@ -67,33 +67,39 @@ def kws(cfg: Config, assets: Assets) -> Kws | None:
 
 
 def asr(cfg: Config, assets: Assets) -> Asr:
+    from assistant.tools.router import COMMAND_WORDS
     from models.whisper_asr import WhisperAsr
 
+    words = [*COMMAND_WORDS, *cfg.tools.hotwords] if cfg.asr.command_words else []
     return WhisperAsr(assets.folder(cfg.asr.model), threads=cfg.asr.threads, compute_type=cfg.asr.compute_type,
-                      beam_size=cfg.asr.beam_size, initial_prompt=cfg.asr.initial_prompt)
+                      beam_size=cfg.asr.beam_size, initial_prompt=cfg.asr.initial_prompt, hotwords=" ".join(words),
+                      min_avg_logprob=cfg.asr.min_avg_logprob, max_no_speech_prob=cfg.asr.max_no_speech_prob)
 
 
 def llm(cfg: Config, assets: Assets) -> Llm:
-    prompt_tail = ""
+    """The configured LLM with the built-in prompt and its examples, or the configured prompt alone."""
+    from models.chat import EXAMPLES, SYSTEM_PROMPT
+
+    system_prompt, examples = (cfg.llm.system_prompt, ()) if cfg.llm.system_prompt else (SYSTEM_PROMPT, EXAMPLES)
     if cfg.llm.tool_calls:
-        from assistant.tools.toolcall import PROMPT as prompt_tail
+        from assistant.tools.toolcall import PROMPT as tail
+
+        system_prompt += tail
     if cfg.models.llm == "openai":
-        from models.llama_llm import SYSTEM_PROMPT
         from models.openai_llm import OpenAiLlm
 
         return OpenAiLlm(cfg.llm.base_url, model=cfg.llm.server_model or None, temperature=cfg.llm.temperature,
                          top_p=cfg.llm.top_p, repeat_penalty=cfg.llm.repeat_penalty, max_tokens=cfg.llm.max_tokens,
-                         history_turns=cfg.llm.history_turns,
-                         system_prompt=(cfg.llm.system_prompt or SYSTEM_PROMPT) + prompt_tail)
-    from models.llama_llm import SYSTEM_PROMPT as BUILT_IN
+                         history_turns=cfg.llm.history_turns, system_prompt=system_prompt, examples=examples)
     if cfg.models.llm == "rkllm":
+        from models.chat import inline_examples
         from models.rkllm_llm import RkllmLlm
 
         r = cfg.rkllm
         return RkllmLlm(Path(r.library).expanduser(), cfg.path(r.model), max_context=r.max_context,
                         max_tokens=cfg.llm.max_tokens, temperature=cfg.llm.temperature, top_p=cfg.llm.top_p,
                         repeat_penalty=cfg.llm.repeat_penalty, history_turns=cfg.llm.history_turns,
-                        system_prompt=(cfg.llm.system_prompt or BUILT_IN) + prompt_tail,
+                        system_prompt=inline_examples(system_prompt, examples),
                         system_template=r.system_template, prompt_prefix=r.prompt_prefix,
                         prompt_postfix=r.prompt_postfix, cpu_mask=r.cpu_mask, npu=npu(cfg.npu.mode),
                         prompt_cache=cfg.path(r.prompt_cache) if r.prompt_cache else None)
@@ -105,7 +111,7 @@ def llm(cfg: Config, assets: Assets) -> Llm:
     return LlamaLlm(assets.path(model.name, gguf.name), threads=cfg.llm.threads, n_ctx=cfg.llm.context,
                     temperature=cfg.llm.temperature, top_p=cfg.llm.top_p, repeat_penalty=cfg.llm.repeat_penalty,
                     max_tokens=cfg.llm.max_tokens, history_turns=cfg.llm.history_turns,
-                    expected_sha256=gguf.sha256, system_prompt=(cfg.llm.system_prompt or BUILT_IN) + prompt_tail)
+                    expected_sha256=gguf.sha256, system_prompt=system_prompt, examples=examples)
 
 
 @functools.cache

@@ -129,6 +129,7 @@ class ToolsConfig:
     enabled: bool = _opt(True, "Answer frequent commands (time, timers, todos, sums, device status) without the LLM.")
     data_dir: str = _opt("~/.local/share/tingshuo", "Folder of the assistant's database (todos, timers, reminders).")
     mixer_control: str = _opt("Master", "ALSA mixer control that volume commands change.")
+    command_words: bool = _opt(True, "Also correct near-misses of the built-in command words (几店 → 几点).")
     hotwords: tuple[str, ...] = _opt((), "Command words a near-miss transcript is corrected to (客停 → 客厅).",
                                      allow_empty=True)
 
@@ -225,6 +226,11 @@ class AsrConfig:
     compute_type: str = _opt("int8", "CTranslate2 compute type.", choices=("int8", "int8_float32", "float32"))
     beam_size: int = _opt(1, "Beam size (1 is greedy and fastest).", lo=1, hi=10)
     initial_prompt: str = _opt("以下是普通话的句子。", "Prompt that keeps Whisper in Simplified Mandarin.")
+    command_words: bool = _opt(True, "Give Whisper the command words (the tools' and tools.hotwords) as context.")
+    min_avg_logprob: float = _opt(-1.0, "A transcript with a lower mean token log-probability is asked again.",
+                                  lo=-100.0, hi=0.0)
+    max_no_speech_prob: float = _opt(0.8, "A transcript whose no-speech probability is higher is asked again.",
+                                     lo=0.0, hi=1.0)
 
 
 @dataclass(frozen=True)
@@ -233,13 +239,17 @@ class LlmConfig:
                       choices=("qwen2.5-coder-0.5b-instruct-q4_k_m", "qwen2.5-coder-1.5b-instruct-q4_k_m"))
     threads: int = _opt(2, "CPU threads for the LLM.", lo=1, hi=16)
     context: int = _opt(2048, "Context length in tokens.", lo=256, hi=32768)
-    temperature: float = _opt(0.7, "Sampling temperature (greedy decoding makes small models loop).", lo=0.0, hi=2.0)
+    temperature: float = _opt(0.0, "Sampling temperature; 0 is greedy (fewest invented facts: see the answer "
+                                   "evaluation).", lo=0.0, hi=2.0)
     top_p: float = _opt(0.9, "Nucleus sampling.", lo=0.05, hi=1.0)
     repeat_penalty: float = _opt(1.1, "Penalty for repeated tokens.", lo=1.0, hi=2.0)
     max_tokens: int = _opt(160, "Longest reply in tokens.", lo=8, hi=4096)
     history_turns: int = _opt(2, "Earlier exchanges the model sees.", lo=0, hi=20)
     system_prompt: str = _opt("", "System prompt; empty keeps the built-in spoken-Mandarin prompt.")
     tool_calls: bool = _opt(False, "Let the LLM answer commands with a JSON tool call (read tolerantly).")
+    reply_soft_chars: int = _opt(30, "A reply ends at the first sentence end after this many characters.",
+                                 lo=5, hi=2000)
+    reply_max_chars: int = _opt(50, "A reply never goes past this many characters (0: no limit).", lo=0, hi=5000)
     base_url: str = _opt("http://127.0.0.1:8080/v1", "OpenAI-compatible server (openai backend); loopback only.")
     server_model: str = _opt("", "Model name sent to that server; empty takes the server's first model.")
 

@@ -16,11 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from assistant import backends
+from assistant import backends, respond
 from assistant.audio.alsa import AlsaSink
 from assistant.audio.protocols import AudioSink, Samples
 from assistant.audio.wav import WavFileSink, read_wav, resample, write_wav
 from assistant.config import Config
+from assistant.respond import Responder
 
 
 @contextmanager
@@ -50,6 +51,11 @@ def transcribe(cfg: Config, args: argparse.Namespace) -> int:
 
 
 def say(cfg: Config, args: argparse.Namespace) -> int:
+    from assistant.text.normalize import normalize
+
+    if not any(ch.isalnum() for ch in normalize(args.text)):
+        print(f"assistant: there is nothing to speak in {args.text!r}", file=sys.stderr)
+        return 2
     sink = None if args.output else AlsaSink(cfg.audio.playback_device, cfg.audio.playback_rate,
                                              cfg.audio.playback_buffer_ms)
     tts = backends.tts(cfg, backends.assets_for(cfg))
@@ -63,31 +69,27 @@ def ask(cfg: Config, args: argparse.Namespace) -> int:
                                              cfg.audio.playback_buffer_ms)
     assets = backends.assets_for(cfg)
     tts = backends.tts(cfg, assets)  # its files are checked first: nothing is saved that cannot be confirmed
-    local = tool_answer(cfg, args.text)
-    if local is not None:  # a frequent command: answered without loading the LLM
-        from assistant.pipeline import FixedText
-
-        with loaded(tts):
-            asyncio.run(_answer(cfg, FixedText(local), tts, args.text, sink, args.output))
-        return 0
-    llm = backends.llm(cfg, assets)
-    with loaded(llm, tts):
-        asyncio.run(_answer(cfg, llm, tts, args.text, sink, args.output))
+    with _responder(cfg) as responder:
+        local = responder.local(args.text)
+        if local is not None:  # a frequent command or an honest limit: answered without loading the LLM
+            with loaded(tts):
+                asyncio.run(_answer(cfg, local.source, tts, local.text, sink, args.output))
+            return 0
+        responder.llm = backends.llm(cfg, assets)
+        with loaded(responder.llm, tts):
+            answer = responder.answer(args.text)
+            asyncio.run(_answer(cfg, answer.source, tts, answer.text, sink, args.output))
     return 0
 
 
-def tool_answer(cfg: Config, text: str) -> str | None:
-    """The offline tools' answer to ``text``, or None when the LLM should answer."""
+@contextmanager
+def _responder(cfg: Config) -> Iterator[Responder]:
+    """Who answers, with the offline tools and their database (closed afterwards); no LLM yet."""
     tools = backends.tools(cfg)
-    if tools is None:
-        return None
-    from assistant.tools.router import route
-
     try:
-        intent = route(text, tools.now())
-        return None if intent is None else tools.answer(intent, text)
+        yield respond.for_config(cfg, None, tools)
     finally:
-        if tools.store is not None:
+        if tools is not None and tools.store is not None:
             tools.store.close()
 
 
@@ -97,19 +99,15 @@ def answer_file(cfg: Config, args: argparse.Namespace) -> int:
                                              cfg.audio.playback_buffer_ms)
     assets = backends.assets_for(cfg)
     asr, llm, tts = backends.asr(cfg, assets), backends.llm(cfg, assets), backends.tts(cfg, assets)
-    with loaded(asr, llm, tts):
+    with loaded(asr, llm, tts), _responder(cfg) as responder:
         text = asyncio.run(asr.transcribe(audio))
         print(f"你: {text}", flush=True)
         if not text:
             print("(nothing was heard in the recording)", file=sys.stderr)
             return 1
-        local = tool_answer(cfg, text)
-        if local is not None:
-            from assistant.pipeline import FixedText
-
-            asyncio.run(_answer(cfg, FixedText(local), tts, text, sink, args.output))
-            return 0
-        asyncio.run(_answer(cfg, llm, tts, text, sink, args.output))
+        responder.llm = llm
+        answer = responder.answer(text)
+        asyncio.run(_answer(cfg, answer.source, tts, answer.text, sink, args.output))
     return 0
 
 

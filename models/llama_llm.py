@@ -13,18 +13,17 @@ backend's own worker thread. Cancelling the reply task therefore lands between t
 generator of an abandoned reply is closed on the worker before the next reply starts, so the
 model is only ever touched from that one thread.
 
-The system prompt and the short conversation history live here too; the HTTP backend
-(``models.openai_llm``) shares them.
+The system prompt, its examples and the short conversation history are in ``models.chat``.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from models.chat import EXAMPLES, SYSTEM_PROMPT, Example, History, Message
 from models.files import verified
 from models.manifest import by_name
 from models.protocols import ModelError
@@ -36,58 +35,6 @@ if TYPE_CHECKING:
 QWEN_05B_SHA256 = by_name("qwen2.5-coder-0.5b-instruct-q4_k_m").files[0].sha256
 QWEN_15B_SHA256 = by_name("qwen2.5-coder-1.5b-instruct-q4_k_m").files[0].sha256
 
-SYSTEM_PROMPT = (
-    "你是“听说”，一个在本机离线运行的中文语音助手。你说的每个字都会被直接朗读给用户听。\n"
-    "规则：\n"
-    "1. 用简体中文，像面对面聊天一样自然、口语化。\n"
-    "2. 回答不超过四十个字，先说结论；用户明确要求详细时才多说。\n"
-    "3. 只输出纯文本：不要Markdown、标题、列表、编号、代码、表情符号或特殊符号。\n"
-    "4. 没听清或问题不明确，就用一句话反问；不知道就直说不知道，不要编造。\n"
-    "5. 报时、算数、提醒、待办、音量和设备状态由本机工具处理，你不用回答这些。\n"
-    "示例：\n"
-    "用户：北京是哪个国家的首都？\n听说：北京是中国的首都。\n"
-    "用户：我明天要早起，有什么建议？\n听说：今晚早点睡，把闹钟放远一点，起床先喝杯水。\n"
-    "用户：给我讲个很短的笑话。\n听说：铅笔问橡皮：你怎么越来越瘦了？橡皮说：都是为你擦错误擦的。"
-)
-"""The default system prompt: a role, rules and three examples; short spoken answers (≤ 40 characters
-unless asked for more), plain Simplified Chinese, nothing a TTS cannot read."""
-
-Message = dict[str, str]
-
-
-class History:
-    """The last few exchanges (user text, assistant reply), oldest first.
-
-    A reply that was interrupted is remembered as far as it got, because that is what the user
-    heard. An exchange where nothing at all was said is dropped: an empty assistant turn would
-    teach the model to answer with nothing.
-    """
-
-    def __init__(self, turns: int) -> None:
-        if turns < 0:
-            raise ValueError(f"history_turns must be >= 0, not {turns}")
-        self._exchanges: deque[tuple[str, str]] = deque(maxlen=turns)
-
-    @property
-    def exchanges(self) -> list[tuple[str, str]]:
-        return list(self._exchanges)
-
-    def messages(self, system_prompt: str, text: str) -> list[Message]:
-        """The chat to send: system prompt, remembered exchanges, then the new user ``text``."""
-        chat: list[Message] = [{"role": "system", "content": system_prompt}] if system_prompt else []
-        for asked, answered in self._exchanges:
-            chat += [{"role": "user", "content": asked}, {"role": "assistant", "content": answered}]
-        chat.append({"role": "user", "content": text})
-        return chat
-
-    def remember(self, text: str, reply: str) -> None:
-        if reply.strip():
-            self._exchanges.append((text, reply))
-
-    def clear(self) -> None:
-        self._exchanges.clear()
-
-
 class LlamaLlm:
     """The ``Llm`` protocol on a local GGUF chat model run by llama-cpp-python on the CPU."""
 
@@ -98,6 +45,7 @@ class LlamaLlm:
         threads: int = 2,
         n_ctx: int = 2048,
         system_prompt: str = SYSTEM_PROMPT,
+        examples: Sequence[Example] = EXAMPLES,
         temperature: float = 0.7,
         top_p: float = 0.9,
         top_k: int = 40,
@@ -111,6 +59,7 @@ class LlamaLlm:
         self.threads = threads
         self.n_ctx = n_ctx
         self.system_prompt = system_prompt
+        self.examples = tuple(examples)
         self.temperature = temperature
         self.top_p = top_p
         self.top_k = top_k
@@ -157,8 +106,8 @@ class LlamaLlm:
             model.close()
             raise ModelError(f"llm: {path} has no chat template (not an instruct model?)")
         try:
-            model.create_chat_completion(messages=cast(Any, History(0).messages(self.system_prompt, "你好")),
-                                         max_tokens=1)
+            first = History(0).messages(self.system_prompt, "你好", self.examples)
+            model.create_chat_completion(messages=cast(Any, first), max_tokens=1)
         except (ValueError, RuntimeError) as exc:
             model.close()
             raise ModelError(f"llm: llama.cpp could not run {path}: {exc}") from None
@@ -178,7 +127,7 @@ class LlamaLlm:
 
         template = str(model.metadata["tokenizer.chat_template"])
         formatter = Jinja2ChatFormatter(template, eos_token="", bos_token="")
-        return str(formatter(messages=cast(Any, History(0).messages(self.system_prompt, text))).prompt)
+        return str(formatter(messages=cast(Any, History(0).messages(self.system_prompt, text, self.examples))).prompt)
 
     def system_prompt_cached(self) -> bool:
         """Does the KV cache start with the evaluated system prompt? (worker thread)"""
@@ -210,7 +159,7 @@ class LlamaLlm:
     async def _stream_reply(self, text: str, stopped: threading.Event) -> AsyncIterator[str]:
         said: list[str] = []
         try:
-            await self._worker.run(self._start, self.history.messages(self.system_prompt, text))
+            await self._worker.run(self._start, self.history.messages(self.system_prompt, text, self.examples))
             while (piece := await self._worker.run(self._step, stopped)) is not None:
                 said.append(piece)
                 yield piece
@@ -234,6 +183,7 @@ class LlamaLlm:
                 top_k=self.top_k,
                 repeat_penalty=self.repeat_penalty,
                 max_tokens=self.max_tokens,
+                seed=self.seed,  # given a seed, the same chat always gets the same reply (replays, tests)
             )
         except (ValueError, RuntimeError) as exc:
             raise ModelError(f"llm: llama.cpp could not start a reply: {exc}") from None

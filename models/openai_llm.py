@@ -19,10 +19,10 @@ import json
 import socket
 import threading
 import urllib.parse
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from models.llama_llm import SYSTEM_PROMPT, History, Message
+from models.chat import EXAMPLES, SYSTEM_PROMPT, Example, History, Message
 from models.protocols import ModelError
 from models.worker import Worker
 
@@ -48,6 +48,7 @@ class OpenAiLlm:
         *,
         model: str | None = None,
         system_prompt: str = SYSTEM_PROMPT,
+        examples: Sequence[Example] = EXAMPLES,
         temperature: float = 0.7,
         top_p: float = 0.9,
         repeat_penalty: float | None = 1.1,
@@ -66,6 +67,7 @@ class OpenAiLlm:
         self.base_url = base_url.rstrip("/")
         self.model = model  # None: the first model the server lists, found by load()
         self.system_prompt = system_prompt
+        self.examples = tuple(examples)
         self.temperature = temperature
         self.top_p = top_p
         self.repeat_penalty = repeat_penalty  # llama.cpp's sampler option; None leaves it out
@@ -109,7 +111,8 @@ class OpenAiLlm:
         said: list[str] = []
         conn: http.client.HTTPConnection | None = None
         try:
-            conn = await self._worker.run(self._open, self.history.messages(self.system_prompt, text), stopped)
+            chat = self.history.messages(self.system_prompt, text, self.examples)
+            conn = await self._worker.run(self._open, chat, stopped)
             while (piece := await self._worker.run(self._step, stopped)) is not None:
                 said.append(piece)
                 yield piece

@@ -58,7 +58,7 @@ from pathlib import Path
 import structlog
 
 from models import rkllm_abi as abi
-from models.llama_llm import SYSTEM_PROMPT, History
+from models.chat import SYSTEM_PROMPT, History
 from models.npu import NpuScheduler
 from models.protocols import ModelError
 from models.worker import Worker

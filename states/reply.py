@@ -78,18 +78,17 @@ class Reply:
             if utterance_start is not None and self._is_own_echo(text, utterance_start):
                 s.request("reply_done", owner=self)
                 return
-            if s.hotwords is not None:
-                text, fixes = s.hotwords.correct(text)
-                for fix in fixes:
-                    log.info("hot word corrected", heard=fix.heard, word=fix.word, score=fix.score)
             if self._is_stop_word(text):
                 log.info("stop word: no reply", transcript=text)
                 s.request("stop", owner=self)
                 return
+            self.stage = "tool"
+            answer = s.responder.answer(text)  # a tool's answer is computed and saved here
+            if answer.intent is not None:
+                s.bus.publish(ToolAnswered(intent=answer.intent))
             self.stage = "reply"
             s.reply_started()
-            local = self._tool_answer(text)
-            await self._speak(FixedText(local) if local is not None else self._llm(), text)
+            await self._speak(answer.source, answer.text)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -115,7 +114,10 @@ class Reply:
         options = PipelineOptions.from_config(s.cfg)
         self.pipeline = SpeechPipeline(source, s.models.tts, s.sink, s.bus, options, self._first_audio,
                                        cache=s.phrase_cache)
-        await self.pipeline.run(question)
+        try:
+            await self.pipeline.run(question)
+        finally:
+            s.responder.said(self.pipeline.reply_text)  # as far as it got: for "再说一遍"
         self.stage = "playback"
         await s.sink.wait_playout()
         if self.playback_started:
@@ -156,32 +158,6 @@ class Reply:
         except Exception as exc:
             log.warning("speculative transcription failed, transcribing again", error=str(exc))
             return None
-
-    def _llm(self) -> Llm:
-        """The LLM, read for tool calls when ``llm.tool_calls`` is on."""
-        s = self.session
-        if not (s.cfg.llm.tool_calls and s.tools is not None):
-            return s.models.llm
-        from assistant.tools.toolcall import ToolCallReader
-
-        return ToolCallReader(s.models.llm, self._tool_answer)
-
-    def _tool_answer(self, text: str) -> str | None:
-        """The answer of an offline tool, if the request is one of the frequent commands."""
-        s = self.session
-        if s.tools is None:
-            return None
-        from assistant.tools.router import route
-
-        intent = route(text, s.now())
-        if intent is None:
-            return None
-        self.stage = "tool"
-        answer = s.tools.answer(intent, text)  # quick, and committed before it is said
-        log.info("answered by a tool", intent=intent.name, answer=answer)
-        s.bus.publish(ToolAnswered(intent=intent.name))
-        self.stage = "reply"
-        return answer
 
     def _is_stop_word(self, text: str) -> bool:
         """The whole request is a stop word (it interrupted the last reply by speech, before the

@@ -19,14 +19,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
-from assistant import logs
+from assistant import logs, respond
 from assistant.audio.history import AudioHistory
 from assistant.audio.protocols import AudioSink, AudioSource, Samples
 from assistant.clock import SampleClock
 from assistant.config import Config
 from assistant.events import EchoCancelled, Event, EventBus, NoiseRejected, PlaybackFinished, StateChanged, TextChunk
 from assistant.phrase_cache import PhraseCache
-from assistant.text.hotwords import HotwordCorrector
 from models.protocols import Asr, Kws, Llm, ModelError, Tts, Vad
 from states import machine
 from states.idle import Idle
@@ -77,8 +76,8 @@ class Session:
         self.phrase_cache = phrase_cache
         self.tap = tap
         self.tools = tools
-        self.hotwords = HotwordCorrector(cfg.tools.hotwords) if cfg.tools.hotwords else None
         self.now = now or (lambda: datetime.now().astimezone())  # local wall time, for the tools
+        self.responder = respond.for_config(cfg, backends.llm, tools, self.now)
         self.echo = _echo_canceller(cfg)
         self.noise_guard = NoiseGuard(cfg.audio.sample_rate) if cfg.vad.noise_guard else None
         # What the assistant said in its last two replies, and when its playback last ended: the

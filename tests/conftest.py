@@ -176,3 +176,11 @@ def stop_timer(monkeypatch: pytest.MonkeyPatch) -> StopTimer:
 
     monkeypatch.setattr(replay_audio.ReplaySpeaker, "clear", timed_clear)
     return timer
+
+
+def says(text: str, word: str) -> bool:
+    """Does ``text`` contain ``word`` as toneless pinyin? Homophones count: a recogniser on another CPU may
+    legitimately write 小志 for 小智, so recognised words are checked by their sound."""
+    from assistant.text.echo_match import syllables
+
+    return " ".join(syllables(word)) in " ".join(syllables(text))

@@ -150,3 +150,10 @@ def test_todos_and_reminders_on_the_command_line_share_the_assistants_database(t
     assert assistant("reminders", "cancel", "1", *data, cwd=tmp_path).stdout == "cancelled #1\n"
     assert assistant("reminders", "list", *data, cwd=tmp_path).stdout == "no pending reminders\n"
     assert assistant("todos", "clear", *data, cwd=tmp_path).stdout == "cleared 2 todo(s)\n"
+
+
+@pytest.mark.parametrize("text", ["", "  ", "。！？", "**"])
+def test_say_with_nothing_to_speak_exits_2_and_writes_nothing(tmp_path, text):
+    out = tmp_path / "out.wav"
+    one_line_error(assistant("say", text, "-o", str(out), cwd=tmp_path), "nothing to speak")
+    assert not out.exists()

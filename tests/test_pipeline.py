@@ -21,6 +21,7 @@ async def test_synthesis_overlaps_playback_with_no_gaps_when_rtf_is_below_one(ru
     clock = SampleClock(16000)
     tts = PacedTts(clock, rtf=0.5)
     r = await run_replay(session_of(real("ask_who_are_you.wav"), silence(1.0)), "dialog.follow_up_s=0",
+                         "llm.reply_max_chars=0", "llm.reply_soft_chars=2000",  # a long reply on purpose
                          llm=ScriptedLlm(THREE_SENTENCES), tts=tts, clock=clock)
     turn = turn_of(r)
     assert turn["max_gap_s"] == 0 and turn["underruns"] == 0

@@ -23,7 +23,7 @@ import structlog
 from structlog.testing import capture_logs
 
 from models import rkllm_abi as abi
-from models.llama_llm import SYSTEM_PROMPT
+from models.chat import SYSTEM_PROMPT
 from models.npu import NpuScheduler
 from models.protocols import ModelError
 from models.rkllm_llm import RkllmLlm
@@ -591,12 +591,12 @@ def test_prompt_cache_of_another_system_prompt_is_rebuilt(make_llm: Callable[...
 def test_config_selects_rkllm_for_ask(standin: StandIn, library: Path, model: Path, tmp_path: Path,
                                       cli_main: Callable[..., tuple[int, str, list[str]]]) -> None:
     """`assistant ask` with models.llm = "rkllm": the reply streamed from the (stand-in) runtime is printed."""
-    argv = ["ask", "--text", "你是谁", "-o", str(tmp_path / "reply.wav"), "--set", "models.llm=rkllm",
+    argv = ["ask", "--text", "讲个故事", "-o", str(tmp_path / "reply.wav"), "--set", "models.llm=rkllm",
             "--set", f'rkllm.library="{library}"', "--set", f'rkllm.model="{model}"',
             "--set", f'rkllm.prompt_cache="{tmp_path / "cache.bin"}"', "--set", "npu.mode=concurrent"]
     code, out, _ = cli_main(*argv)
     assert code == 0 and out.strip() == f"听说: {REPLY}"
-    assert standin.text("prompt").endswith(f"{PREFIX}你是谁{POSTFIX}")
+    assert standin.text("prompt").endswith(f"{PREFIX}讲个故事{POSTFIX}")
     assert (tmp_path / "reply.wav").stat().st_size > 1000  # spoken too (Kokoro on the CPU)
     code, _, err = cli_main(*argv[:5], "--set", "models.llm=rkllm", "--set", f'rkllm.library="{tmp_path}/none.so"')
     assert code == 2 and len(err) == 1 and "none.so" in err[0]

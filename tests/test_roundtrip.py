@@ -13,7 +13,7 @@ import pytest
 from assistant.audio.wav import read_wav, resample
 from models.kokoro_tts import KokoroTts
 from models.whisper_asr import WhisperAsr
-from tests.conftest import ROOT
+from tests.conftest import ROOT, says
 
 SENTENCES = ["今天天气很好，我们一起去公园散步吧。", "请把客厅的灯关掉。", "明天早上八点提醒我开会。"]
 
@@ -90,4 +90,5 @@ def test_transcribe_prints_one_line_per_file(tmp_path):
     assert result.returncode == 0, result.stderr
     lines = result.stdout.strip().splitlines()
     assert [line.split("\t")[0] for line in lines] == [str(c) for c in clips]
-    assert "名字" in lines[0].split("\t")[1] and "小智" in lines[1].split("\t")[1]
+    assert "名字" in lines[0].split("\t")[1]
+    assert says(lines[1].split("\t")[1], "小智")  # by its sound: another CPU may write the homophone 小志

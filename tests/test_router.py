@@ -46,7 +46,7 @@ CASES = [
     ("你有哪些功能", "help", {}),
 ]
 
-FOR_THE_LLM = ["你是谁", "给我讲个笑话", "北京是哪个国家的首都", "今天天气怎么样", "你叫什么名字", "怎么做番茄炒蛋",
+FOR_THE_LLM = ["给我讲个笑话", "北京是哪个国家的首都", "怎么做番茄炒蛋", "灯笼是什么做的", "水的沸点是多少度",
                "推荐一本书", "作业完成了吗", "", "。"]
 
 
@@ -66,3 +66,43 @@ def test_everything_else_goes_to_the_llm(text):
 
 def test_the_table_is_big_enough():
     assert len(CASES) + len(FOR_THE_LLM) >= 50
+
+
+LIMITS = [
+    ("你是谁", "identity"), ("你叫什么名字", "identity"), ("你是百度的吗", "identity"), ("谁开发了你", "identity"),
+    ("你需要联网吗", "offline"), ("谢谢你", "thanks"), ("再见", "bye"), ("没事了", "okay"),
+    ("今天天气怎么样", "no_network"), ("明天会下雨吗", "no_network"), ("今天外面的温度", "no_network"),
+    ("最近有什么新闻", "no_network"), ("帮我查一下快递", "no_network"), ("给我订一张去北京的火车票", "no_network"),
+    ("给妈妈发个微信", "no_phone"), ("放首歌", "no_music"), ("下一首", "no_music"), ("打开客厅的灯", "no_device"),
+    ("把空调调到二十六度", "no_device"), ("卧室的灯开着吗", "no_device"), ("让扫地机器人开始打扫", "no_device"),
+]
+
+
+@pytest.mark.parametrize(("text", "name"), LIMITS)
+def test_what_it_cannot_do_is_answered_by_an_honest_limit(text, name):
+    intent = route(text, NOW)
+    assert intent is not None and intent.name == name, (text, intent)
+
+
+@pytest.mark.parametrize(("text", "name"), [
+    ("看看温度", "temperature"), ("添加待办取快递", "todo_add"), ("下午三点提醒我取快递", "reminder_set"),
+    ("看看我的提醒", "reminder_list")])
+def test_the_tools_own_requests_win_over_the_limits(text, name):
+    assert route(text, NOW).name == name
+
+
+def test_without_honest_limits_they_go_to_the_llm():
+    assert route("今天天气怎么样", NOW, honest_limits=False) is None
+
+
+@pytest.mark.parametrize(("text", "after"), [
+    ("帮我设一个五分钟的定时器", "五分钟后"), ("设一个十分钟的计时器", "十分钟后"), ("倒计时三分钟", "三分钟后"),
+    ("计时半小时", "半小时后")])
+def test_a_timer_given_as_a_duration_is_a_timer(text, after):
+    intent = route(text, NOW)
+    assert intent is not None and intent.name == "reminder_set" and intent.slots["when"] == after
+
+
+@pytest.mark.parametrize("text", ["再说一遍", "你刚才说什么", "我没听清"])
+def test_asking_to_hear_it_again_is_a_repeat(text):
+    assert route(text, NOW).name == "repeat"

@@ -46,12 +46,12 @@ def tools(tmp_path):
 
 async def test_a_call_from_the_llm_is_answered_by_the_tools_and_chat_streams_through(run_replay, tools):
     session = session_of(real("cmd_qiehuan_1.wav"), silence(3.0), real("cmd_qiehuan_2.wav"), silence(2.0))
-    llm = ScriptedLlm('{"tool": "reminder", "when": "半小时后", "what": "关火"}', "好的，已切换前视。")
+    llm = ScriptedLlm('{"tool": "reminder", "when": "半小时后", "what": "关火"}', "前视就是车前方的画面。")
     r = await run_replay(session, "llm.tool_calls=true", "dialog.follow_up_s=4", llm=llm,
                          asr=ScriptedAsr("帮我在三十分钟以后关一下火", "切换前视"), tools=tools,
                          start=datetime(2026, 11, 29, 14, 0, tzinfo=TZ))
     replies = [e["text"] for e in r.events if e["type"] == "reply_text"]
     assert replies[0] == "好的，半小时后，也就是今天下午两点半，提醒你关火。"
     assert "{" not in "".join(e["text"] for e in r.events if e["type"] == "text_chunk")  # never spoken
-    assert replies[1] == "好的，已切换前视。"
+    assert replies[1] == "前视就是车前方的画面。"
     assert [p.text for p in tools.store.pending()] == ["关火"]

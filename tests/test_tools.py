@@ -192,3 +192,34 @@ def test_volume_commands_change_the_configured_mixer_control(tools, monkeypatch)
     assert ask(tools, "音量调到八十") == "音量八十。" and FakeMixer.level == 80
     assert ask(tools, "音量调到两百") == "音量一百。" and FakeMixer.level == 100  # kept in range
     assert FakeMixer.opened[0] == ("PCM", "hw:0")
+
+
+def test_a_duration_timer_is_saved_and_said_back(tools):
+    intent = route("帮我设一个五分钟的定时器。", tools.now())
+    said = tools.answer(intent, "帮我设一个五分钟的定时器。")
+    pending = tools.store.pending()
+    assert len(pending) == 1 and pending[0].due == tools.now() + timedelta(minutes=5)
+    assert "五分钟" in said
+
+
+def test_honest_limits_say_what_it_can_do_instead(tools):
+    said = tools.answer(route("明天会下雨吗", tools.now()), "明天会下雨吗")
+    assert "没有联网" in said and "天气" in said and "提醒" in said
+    said = tools.answer(route("打开客厅的灯", tools.now()), "打开客厅的灯")
+    assert "没有连接" in said and "灯" in said
+    assert "听说" in tools.answer(route("你是谁", tools.now()), "你是谁")
+
+
+async def test_in_a_session_a_false_claim_is_replaced_and_repeat_says_the_last_reply(run_replay, tools):
+    from assistant.text.guard import CANNOT
+    from tests.conftest import real, session_of, silence
+    from tests.doubles import ScriptedAsr, ScriptedLlm
+
+    llm = ScriptedLlm("听说：好的，客厅的灯已经打开了。")
+    session = session_of(real("cmd_qiehuan_1.wav"), silence(3.0), real("cmd_qiehuan_2.wav"), silence(2.0))
+    r = await run_replay(session, "dialog.follow_up_s=4", asr=ScriptedAsr("我家客厅亮不亮", "再说一遍"), llm=llm,
+                         tools=tools, start=datetime(2026, 11, 29, 14, 0, tzinfo=TZ))
+    replies = [e["text"] for e in r.events if e["type"] == "reply_text"]
+    assert replies == [CANNOT, CANNOT]  # the honest sentence, then the same again for 再说一遍
+    assert "听说" not in "".join(e["text"] for e in r.events if e["type"] == "text_chunk")
+    assert llm.asked == ["我家客厅亮不亮"] and llm.stops >= 1

@@ -12,7 +12,7 @@ from datetime import datetime
 
 import structlog
 
-from assistant.tools import calculator, system, timeparse
+from assistant.tools import calculator, limits, system, timeparse
 from assistant.tools.router import Intent
 from assistant.tools.store import Store
 
@@ -51,6 +51,8 @@ class Tools:
         self.volume = volume or Volume()
 
     def answer(self, intent: Intent, text: str) -> str:
+        if intent.name in limits.INTENTS:
+            return limits.reply(intent.name, intent.slots.get("detail", ""))
         handler: Callable[[Intent, str], str] = getattr(self, f"_{intent.name}")
         return handler(intent, text)
 
@@ -108,7 +110,7 @@ class Tools:
     # -- timers and reminders --------------------------------------------------------------------
     def _reminder_set(self, intent: Intent, text: str) -> str:
         now = self.now()
-        when = timeparse.parse_when(text, now)
+        when = timeparse.parse_when(intent.slots.get("when") or text, now)
         if when is None:
             return "没听清是什么时候，请再说一遍。"
         if when.at <= now:

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from assistant.tools import calculator, timeparse
+from assistant.tools import calculator, limits, timeparse
 
 _DROP = re.compile(r"[\s，。！？、,.!?；;：:“”\"'（）()]+")
 
@@ -25,7 +25,8 @@ class Intent:
 
 RULES: list[tuple[str, re.Pattern[str]]] = [
     ("help", re.compile(r"你(能|会|可以)(做|干)?(什么|啥)|你有(什么|哪些)功能|怎么用你")),
-    ("reminder_cancel", re.compile(r"(取消|删除|删掉|关掉)(所有|全部)?的?(?P<which>提醒|定时器?|闹钟|计时器?|倒计时)")),
+    ("reminder_cancel", re.compile(r"(取消|删除|删掉|关掉)(所有|全部|这个|那个|刚才的|刚才那个)?的?"
+                                   r"(?P<which>提醒|定时器?|闹钟|计时器?|倒计时)")),
     ("reminder_list", re.compile(r"(看看|看一下|有哪些|有什么|有几个|列出|查看|查一下|我的)(我的)?"
                                  r"(提醒|定时器?|闹钟|计时器?)|(提醒|定时器?|闹钟)(有哪些|有几个|列表)")),
     ("todo_clear", re.compile(r"(清空|删除所有|删掉所有|清除)(的)?(待办|任务)")),
@@ -46,6 +47,17 @@ RULES: list[tuple[str, re.Pattern[str]]] = [
                           r"|音量(调到|设为|设置为|设到)(?P<level>[零一二两三四五六七八九十百\d]+)")),
 ]
 
+# The tools' own requests come first (添加待办取快递 is a todo, not a parcel); then the honest limits
+# (今天外面的温度 is the weather, not the CPU); then the rest.
+FIRST_RULES = ("help", "reminder_cancel", "reminder_list", "todo_clear", "todo_done", "todo_add", "todo_list")
+REPEAT = re.compile(r"^(请)?(再说一遍|再说一次|再讲一遍|重复一遍|重复一下|你刚才说(了)?(什么|啥)|你说(什么|啥)|"
+                    r"刚才说的是什么|没听清楚?|我没听清楚?)$")
+_AMOUNT = r"(?:[零一二两三四五六七八九十百\d]+个?半?|半个?)(?:小时|分钟|分|秒钟|秒)半?"
+# A timer given as a duration: 设一个五分钟的定时器, 倒计时三分钟, 计时十秒.
+TIMER = re.compile(rf"(?P<d>{_AMOUNT})(的)?(定时器?|计时器?|倒计时|闹钟)|(倒计时|计时|定时)(?P<d2>{_AMOUNT})")
+# The words the rules are keyed on, for the pinyin correction of near-miss transcripts (几店 → 几点).
+COMMAND_WORDS = ("几点", "一点", "星期", "乘以", "除以", "分钟", "小时", "提醒", "待办", "定时器", "计时器", "闹钟",
+                 "名字", "笑话", "天气", "下雨", "客厅", "卧室", "音量", "谢谢你", "怎么样")
 REMIND = re.compile(r"提醒我|叫我|定时|计时|倒计时|闹钟")
 
 
@@ -53,17 +65,29 @@ def clean(text: str) -> str:
     return _DROP.sub("", text)
 
 
-def route(text: str, now: datetime) -> Intent | None:
-    """The intent of a transcript, or None for the LLM."""
+def route(text: str, now: datetime, *, honest_limits: bool = True) -> Intent | None:
+    """The intent of a transcript, or None for the LLM (``honest_limits=False``: the limits go to it too)."""
     t = clean(text)
     if not t:
         return None
+    if (timer := TIMER.search(t)) is not None:
+        after = f"{timer.group('d') or timer.group('d2')}后"
+        if timeparse.parse_when(after, now) is not None:
+            return Intent("reminder_set", {"what": "", "kind": "timer", "when": after})
     if REMIND.search(t) and (when := timeparse.parse_when(t, now)) is not None:
         what = REMIND.sub("", t.replace(when.text, "", 1)).strip("的我在") or ""
         return Intent("reminder_set", {"what": what, "kind": "reminder" if "提醒" in t or what else "timer"})
     if calculator.parse_expression(t) is not None:
         return Intent("calc", {"expression": t})
-    for name, pattern in RULES:
+    if REPEAT.search(t):
+        return Intent("repeat")
+    first = [(name, pattern) for name, pattern in RULES if name in FIRST_RULES]
+    limit = _limit(t) if honest_limits else None
+    return _first_rule(t, first) or limit or _first_rule(t, [r for r in RULES if r[0] not in FIRST_RULES])
+
+
+def _first_rule(t: str, rules: list[tuple[str, re.Pattern[str]]]) -> Intent | None:
+    for name, pattern in rules:
         m = pattern.search(t)
         if m is None:
             continue
@@ -72,6 +96,11 @@ def route(text: str, now: datetime) -> Intent | None:
             continue
         return Intent(name, slots)
     return None
+
+
+def _limit(t: str) -> Intent | None:
+    found = limits.match(t)
+    return None if found is None else Intent(found[0], {"detail": found[1]} if found[1] else {})
 
 
 def _looks_like_todo(item: str) -> bool:

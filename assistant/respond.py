@@ -1,0 +1,171 @@
+"""Who answers a request: an offline tool, or the LLM (behind the reply guard).
+
+``Responder.answer(text)`` is the one decision every front end takes after the transcript — the
+hands-free session, ``assistant ask`` and ``file``, and the answer evaluation — so they cannot drift
+apart: near-miss command words are corrected by pinyin, the router names an intent the tools
+answer (time, sums, timers, todos, the device, and the honest limits: no network, no connected
+devices, who the assistant is), "再说一遍" repeats the last reply, and everything else goes to the
+LLM, whose stream the reply guard filters before anything is spoken.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from assistant.pipeline import FixedText
+from assistant.text.guard import ClauseGuard, GuardOptions
+
+if TYPE_CHECKING:
+    from assistant.config import Config
+    from assistant.text.hotwords import HotwordCorrector
+    from assistant.tools.answers import Tools
+    from models.protocols import Llm
+
+log = structlog.get_logger("respond")
+
+NOTHING_TO_REPEAT = "我刚才还没说什么。"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What will speak the reply, and why."""
+
+    source: Llm  # a FixedText for a tool's answer, else the (guarded) LLM
+    text: str  # the request after hot-word correction
+    intent: str | None  # the tool's intent, or None for the LLM
+
+
+def for_config(cfg: Config, llm: Llm | None, tools: Tools | None,
+               now: Callable[[], datetime] | None = None) -> Responder:
+    """The responder the configuration asks for (hot words, tool calls, reply lengths)."""
+    from assistant.text.hotwords import HotwordCorrector
+    from assistant.tools.router import COMMAND_WORDS
+
+    words = [*cfg.tools.hotwords, *(COMMAND_WORDS if cfg.tools.command_words and cfg.tools.enabled else ())]
+    hotwords = HotwordCorrector(words) if words else None
+    guard = GuardOptions(soft_chars=cfg.llm.reply_soft_chars, max_chars=cfg.llm.reply_max_chars)
+    return Responder(llm, tools, hotwords=hotwords, tool_calls=cfg.llm.tool_calls, guard=guard, now=now)
+
+
+class Responder:
+    def __init__(self, llm: Llm | None, tools: Tools | None, *, hotwords: HotwordCorrector | None = None,
+                 tool_calls: bool = False, guard: GuardOptions | None = None,
+                 now: Callable[[], datetime] | None = None, honest_limits: bool = True) -> None:
+        self.llm = llm
+        self.honest_limits = honest_limits
+        self.tools = tools
+        self.now = now or (tools.now if tools is not None else (lambda: datetime.now().astimezone()))
+        self.hotwords = hotwords
+        self.tool_calls = tool_calls
+        self.guard: GuardOptions | None = guard or GuardOptions()  # None: unguarded (to measure the guard)
+        self.last_reply = ""  # what was said last, for "再说一遍"
+
+    def answer(self, text: str) -> Answer:
+        """Decide who answers ``text``. A tool's answer is computed (and saved) here, before it is spoken."""
+        found = self.local(text)
+        if found is not None:
+            return found
+        if self.llm is None:
+            raise RuntimeError("respond: no LLM to answer with")
+        return Answer(self._llm(self.llm), self.correct(text), None)
+
+    def local(self, text: str) -> Answer | None:
+        """The answer of an offline tool or an honest limit, or None when only the LLM can answer."""
+        text = self.correct(text)
+        intent, said = self.tool_answer(text)
+        return None if said is None else Answer(FixedText(said), text, intent)
+
+    def correct(self, text: str) -> str:
+        """``text`` with near-miss command words put right (``tools.hotwords``)."""
+        if self.hotwords is None:
+            return text
+        text, fixes = self.hotwords.correct(text)
+        for fix in fixes:
+            log.info("hot word corrected", heard=fix.heard, word=fix.word, score=fix.score)
+        return text
+
+    def tool_answer(self, text: str) -> tuple[str | None, str | None]:
+        """(intent, answer) of an offline tool, or (None, None) when the LLM should answer."""
+        if self.tools is None:
+            return None, None
+        from assistant.tools.router import route
+
+        intent = route(text, self.now(), honest_limits=self.honest_limits)
+        if intent is None:
+            return None, None
+        if intent.name == "repeat":
+            return intent.name, self.last_reply or NOTHING_TO_REPEAT
+        answer = self.tools.answer(intent, text)  # quick, and committed before it is said
+        log.info("answered by a tool", intent=intent.name, answer=answer)
+        return intent.name, answer
+
+    def said(self, reply: str) -> None:
+        """The reply as it was spoken (so far as it was heard)."""
+        if reply.strip():
+            self.last_reply = reply.strip()
+
+    def _llm(self, llm: Llm) -> Llm:
+        calls = self.tool_calls and self.tools is not None
+        source: Llm = llm if self.guard is None else ReplyGuard(llm, self.guard, pass_calls=calls)
+        if calls:
+            from assistant.tools.toolcall import ToolCallReader
+
+            source = ToolCallReader(source, lambda command: self.tool_answer(command)[1])
+        return source
+
+
+class ReplyGuard:
+    """The LLM's reply through ``ClauseGuard``: only what passes is yielded. When the guard ends the
+    reply early, the LLM is stopped, and its history is told what was really said."""
+
+    def __init__(self, llm: Llm, options: GuardOptions | None = None, *, pass_calls: bool = False) -> None:
+        self.llm = llm
+        self.options = options or GuardOptions()
+        self.pass_calls = pass_calls  # a reply that starts like a JSON tool call goes through untouched
+        self.last: ClauseGuard | None = None
+
+    def load(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def stop(self) -> None:
+        self.llm.stop()
+
+    async def reply(self, text: str) -> AsyncIterator[str]:
+        from assistant.tools.toolcall import looks_like_a_call
+
+        guard = self.last = ClauseGuard(self.options)
+        stream = self.llm.reply(text)
+        head, passing, cut = "", False, False
+        try:
+            async for piece in stream:
+                if passing:
+                    yield piece
+                    continue
+                head = head if guard.said else head + piece
+                if self.pass_calls and head.strip() and not guard.said and looks_like_a_call(head):
+                    passing = True
+                    yield head
+                    continue
+                for said in guard.feed(piece):
+                    yield said
+                if guard.ended:
+                    cut = True
+                    break
+            if not passing:
+                for said in guard.finish():
+                    yield said
+        finally:
+            if cut:
+                self.llm.stop()
+            await stream.aclose()  # type: ignore[attr-defined]
+        if guard.replaced is not None:
+            log.info("reply replaced: it claimed what the assistant cannot", said=guard.said)
+        history: Any = getattr(self.llm, "history", None)  # the backends' shared chat.History
+        if history is not None and not passing:
+            history.amend(text, guard.said)  # what was said: tags, claims and the overlong tail gone

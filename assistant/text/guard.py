@@ -1,0 +1,167 @@
+"""The reply guard: what the LLM writes is checked clause by clause before any of it is spoken.
+
+A small model, asked something it cannot know or do, writes it anyway: another assistant's name as
+its own (我是百度), a speaker tag copied from its prompt (听说：…), a device it "turned on" or a
+timer it "set" when nothing was done, a forecast it cannot have. The guard sits between the LLM's
+stream and the chunker and, per clause (text up to a clause-ending mark):
+
+- drops a role prefix (听说：, 助手：, AI:) and ends the reply where the model starts writing the
+  user's next line (a made-up dialogue);
+- strips Markdown markers (``markdown.strip_markup``), so the printed reply is clean too;
+- replaces a claim the assistant cannot make — another identity, an action nothing performed, a
+  live fact (weather) it has no way to know — with an honest sentence, and ends the reply there;
+- holds back a bare acknowledgement (好的，) until the clause after it is known to be honest, so an
+  honest replacement never follows a "好的";
+- ends the reply at the first sentence end after ``soft_chars`` characters, and before a clause that
+  would take it past ``max_chars`` (the model is asked for about 40; it does not always listen).
+
+Holding text back until its clause ends costs nothing: the chunker cuts the first chunk at the first
+clause end anyway (and a run of ``LONG_CLAUSE`` characters without one is checked and let through).
+``ClauseGuard`` is pure text in, text out; ``assistant.respond`` runs it on the stream.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+from assistant.text.markdown import strip_markup
+
+IDENTITY = "我是听说，在这台设备上离线运行的语音助手。"
+CANNOT = "这个我还做不到。我可以报时、算数、定时提醒和记待办。"
+NO_NETWORK = "我没有联网，查不了天气和新闻。"
+NOT_HEARD = "没听清是什么时候，请再说一遍。"  # a clear timer request never reaches the LLM: the tools take it
+
+_NAMES = (r"百度|小度|通义|千问|Qwen|qwen|Google|谷歌|小爱|Siri|siri|ChatGPT|chatgpt|OpenAI|阿里|天猫精灵|Alexa|"
+          r"文心|讯飞|小艺|Cortana|Gemini|Claude|小冰|GPT")
+_MAKERS = r"百度|阿里巴巴|阿里云|阿里|Google|谷歌|OpenAI|微软|腾讯|华为|小米|Anthropic|字节"
+_DEVICES = (r"灯|空调|电视|窗帘|风扇|电扇|热水器|扫地机器人|扫地机|加湿器|净化器|冰箱|洗衣机|门锁|插座|音箱|蓝牙|"
+            r"暖气|地暖|电饭煲|烤箱|微波炉|投影|窗户")
+_ACTIONS = (r"打开|关闭|关掉|关上|开启|启动|调到|调成|调为|调高|调低|调亮|调暗|调大|调小|设置|设定|设好|设了|定好|"
+            r"定了|播放|拨打|拨通|发送|发出|预订|订好|下单|拉上|拉开|切换")
+
+_TAG = re.compile(r"^\s*(听说|助手|小助手|语音助手|AI|assistant|Assistant|回答|答|机器人|系统)\s*[:：]\s*")
+_USER_LINE = re.compile(r"(用户|User|user|问)\s*[:：]")
+_ACK = re.compile(r"^\s*(好的|好|嗯|行|可以|没问题|当然|当然可以|收到|明白|知道了|OK|ok)[，,！!。]?\s*$")
+_CLAIMS: dict[str, re.Pattern[str]] = {
+    NOT_HEARD: re.compile(r"(设|定|设置|设定|开)(了|好了|好)?(一个|个)[^，。！？]{0,8}(定时器|计时器|闹钟|倒计时)"
+                          r"|(定时器|计时器|闹钟|倒计时)(已|已经)?(设好|设置好|启动|开始)"),
+    IDENTITY: re.compile(rf"(我是|我叫|我的名字(是|叫)|叫我)\s*({_NAMES})|由\s*({_MAKERS})"
+                         rf"|({_MAKERS}|{_NAMES})(公司)?(开发|研发|推出|训练|打造)的"),
+    CANNOT: re.compile(rf"^(好的|好|当然可以|当然|没问题|可以|行)[，,！!]?(我)?(来|这就|马上|现在)?(帮你|为你|给你)?"
+                       rf"({_ACTIONS})"
+                       rf"|(已经?|已为你|已帮你|(?<!可以)(?<!能)(?<!会)(帮你|为你|给你)|这就|马上|正在|现在就)(把|将)?"
+                       rf"[^，。！？,!?]{{0,8}}?({_ACTIONS})"
+                       rf"|我(把|将)?[^，。！？,!?]{{0,6}}?({_ACTIONS})了"
+                       rf"|({_DEVICES})[^，。！？]{{0,3}}(是|已经?|现在|正)?(开着|关着|打开的|打开了|关上了|关了|开了|亮着)"),
+    NO_NETWORK: re.compile(r"(今天|明天|后天|今晚|明晚|周末|这周|现在|外面)[^，。！？]{0,6}"
+                           r"(会下雨|不会下雨|有雨|下雪|晴|多云|阴天|气温|温度为|温度是|[0-9一二三四五六七八九十]+度)"),
+}
+LONG_CLAUSE = 16  # characters without a clause end that are checked (and released) as one clause anyway
+_CLAUSE_END = re.compile(r"[，。！？；…\n!?;]|[:：](?![0-9])|[,.](?=[^0-9])")
+_SENTENCE_END = re.compile(r"[。！？!?…]\s*$")
+
+
+class Verdict(StrEnum):
+    SAID = "said"
+    HELD = "held"  # an acknowledgement waiting for the clause after it
+    DROPPED = "dropped"  # a speaker tag, or nothing left to say
+    REPLACED = "replaced"  # a claim it cannot make: an honest sentence instead, and the end
+    ENDED = "ended"  # long enough, or a made-up dialogue: the end
+
+
+@dataclass(frozen=True)
+class GuardOptions:
+    soft_chars: int = 30  # end at the first sentence end after this many characters
+    max_chars: int = 50  # never go past this many (0: no limit)
+
+
+class ClauseGuard:
+    """Feed the LLM's text as it streams; get back the parts that may be said, in order."""
+
+    def __init__(self, options: GuardOptions | None = None) -> None:
+        self.options = options or GuardOptions()
+        self.ended = False
+        self.replaced: str | None = None  # the honest sentence that replaced a claim, if any
+        self._buffer = ""
+        self._held = ""
+        self._said: list[str] = []
+
+    @property
+    def said(self) -> str:
+        return "".join(self._said)
+
+    def feed(self, piece: str) -> list[str]:
+        out: list[str] = []
+        self._buffer += piece
+        while not self.ended and (m := _CLAUSE_END.search(self._buffer)) is not None:
+            clause, self._buffer = self._buffer[: m.end()], self._buffer[m.end():]
+            out += self._clause(clause)
+        if not self.ended and len(self._buffer) >= LONG_CLAUSE:  # no clause end coming: do not hold speech back
+            clause, self._buffer = self._buffer, ""
+            out += self._clause(clause)
+        return out
+
+    def finish(self) -> list[str]:
+        """The end of the stream: the last clause, and an acknowledgement still held."""
+        out: list[str] = []
+        if not self.ended and self._buffer.strip():
+            out += self._clause(self._buffer)
+        self._buffer = ""
+        if not self.ended and self._held:
+            out += self._say(self._held)
+            self._held = ""
+        self.ended = True
+        return out
+
+    def check(self, clause: str) -> tuple[Verdict, str]:
+        """What becomes of one clause: the verdict and the text to say (pure; no state changes)."""
+        text = "\n".join(strip_markup(clause))
+        spoken = self.said + self._held
+        if not spoken or _SENTENCE_END.search(spoken):
+            text = _TAG.sub("", text)  # a role prefix, where a line of dialogue would begin
+        if not spoken:
+            text = text.lstrip()
+        user = _USER_LINE.search(text)
+        if user is not None:
+            return Verdict.ENDED, text[: user.start()]
+        if not any(ch.isalnum() for ch in text):
+            return Verdict.DROPPED, text if self._said and text.strip() else ""
+        context = self._held + text
+        for honest, claim in _CLAIMS.items():
+            if claim.search(context):
+                return Verdict.REPLACED, honest
+        if not self._said and not self._held and _ACK.match(text):
+            return Verdict.HELD, text
+        limit = self.options.max_chars
+        if limit and self.said and len(self.said) + len(self._held) + len(text.strip()) > limit:
+            return Verdict.ENDED, ""
+        return Verdict.SAID, text
+
+    def _clause(self, clause: str) -> list[str]:
+        verdict, text = self.check(clause)
+        if verdict is Verdict.HELD:
+            self._held = text
+            return []
+        if verdict is Verdict.REPLACED:
+            self._held = ""
+            self.replaced = text
+            self.ended = True
+            return self._say(text)
+        if verdict is Verdict.ENDED:
+            self.ended = True
+            return self._say(text) if text.strip() else []
+        if verdict is Verdict.DROPPED:
+            return self._say(text) if text else []  # punctuation after what was said stays
+        out = self._say(self._held + text)
+        self._held = ""
+        if len(self.said) >= self.options.soft_chars and _SENTENCE_END.search(self.said):
+            self.ended = True
+        return out
+
+    def _say(self, text: str) -> list[str]:
+        if not text:
+            return []
+        self._said.append(text)
+        return [text]
