@@ -59,8 +59,11 @@ class SpeechStarted(Event):
 
 @dataclass(frozen=True)
 class SpeechEnded(Event):
+    """The endpoint was decided (the event's time); ``speech_end_t`` is the last voiced sample before it."""
+
     type: ClassVar[str] = "speech_ended"
     audio_s: float
+    speech_end_t: float
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         elif kind == "wake_detected":
             last_wake = t
         elif kind == "speech_ended":
-            turn = _new_turn(last_wake, t)
+            turn = _new_turn(last_wake, r.get("speech_end_t", t), t)
             turns.append(turn)
             last_wake = None
         elif turn is None:
@@ -90,8 +90,10 @@ def _echo_defence(records: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _new_turn(wake_t: float | None, speech_end_t: float) -> dict[str, Any]:
+def _new_turn(wake_t: float | None, speech_end_t: float, endpoint_t: float) -> dict[str, Any]:
+    """A turn from its end of speech (the last voiced sample) and its endpoint decision."""
     return {"transcript": None, "reply": None, "wake_t": wake_t, "speech_end_t": speech_end_t,
+            "endpoint_t": endpoint_t, "endpoint_wait_s": round(endpoint_t - speech_end_t, 3),
             "first_audio_t": None, "end_of_speech_to_first_audio_s": None, "tts_first_audio_s": None,
             "llm_first_token_s": None, "rtf": None, "chunk_rtf": [], "max_gap_s": None, "underruns": 0,
             "interrupted": False, "_transcript_t": None, "_first_token_t": None, "_text_ready_t": None,

@@ -72,7 +72,8 @@ class Listening(State):
             rate = s.cfg.audio.sample_rate
             start = utterance.start - s.cfg.vad.preroll_ms * rate // 1000
             audio = s.history.slice(start, utterance.end)
-            s.bus.publish(SpeechEnded(audio_s=round(len(audio) / rate, 3)))
+            voiced_end = (utterance.end - utterance.trailing_silence) / rate  # the last voiced window's end
+            s.bus.publish(SpeechEnded(audio_s=round(len(audio) / rate, 3), speech_end_t=round(voiced_end, 3)))
             log.info("utterance ended", reason=utterance.reason, audio_s=round(len(audio) / rate, 2))
             speculation = self._take_speculation()
             await s.fire("speech_end", utterance=audio, utterance_start=utterance.start, speculation=speculation)

@@ -183,7 +183,7 @@ async def test_bus_stamps_session_time_and_names_fields_for_json():
 def test_summary_measures_first_audio_rtf_and_gaps():
     records = [
         {"t": 0.5, "type": "wake_detected", "keyword": "小智"},
-        {"t": 2.0, "type": "speech_ended", "audio_s": 1.2},
+        {"t": 2.0, "type": "speech_ended", "audio_s": 1.2, "speech_end_t": 1.7},
         {"t": 2.2, "type": "transcript", "text": "几点了"},
         {"t": 2.4, "type": "llm_first_token"},
         {"t": 2.6, "type": "text_chunk", "text": "三点，"},
@@ -196,8 +196,9 @@ def test_summary_measures_first_audio_rtf_and_gaps():
         {"t": 5.5, "type": "playback_finished", "interrupted": False},
     ]
     turn, = summarize(records)["turns"]
-    assert turn["wake_t"] == 0.5 and turn["speech_end_t"] == 2.0
-    assert turn["end_of_speech_to_first_audio_s"] == 1.0
+    assert turn["wake_t"] == 0.5 and turn["speech_end_t"] == 1.7 and turn["endpoint_t"] == 2.0
+    assert turn["endpoint_wait_s"] == 0.3
+    assert turn["end_of_speech_to_first_audio_s"] == 1.3  # from the last voiced sample, not the decision
     assert turn["tts_first_audio_s"] == 0.4  # first chunk's text complete -> its first sample to the sink
     assert turn["llm_first_token_s"] == 0.2
     assert turn["rtf"] == 0.5 and turn["chunk_rtf"] == [0.4, 0.6]

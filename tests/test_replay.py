@@ -49,7 +49,10 @@ async def test_full_turn_on_a_real_recording(run_replay):
     assert turn["transcript"] == "告诉我，你是谁？你叫什么名字？"
     assert turn["reply"] == "我是听说。"
     assert turn["interrupted"] is False
-    assert turn["first_audio_t"] >= turn["speech_end_t"]
+    assert turn["first_audio_t"] >= turn["endpoint_t"] > turn["speech_end_t"]
+    # the endpoint is decided after the configured silence (250–450 ms by length) past the last voiced sample
+    assert 0.25 <= turn["endpoint_wait_s"] <= 0.45 + 0.04, turn
+    assert r.first("speech_ended")["speech_end_t"] == turn["speech_end_t"]
     assert r.summary["states_visited"] == ["idle", "listening", "thinking", "speaking"]
     # played.wav is on the microphone's timeline: silent before the reply, the reply after it.
     start = int(turn["first_audio_t"] * 16000)
