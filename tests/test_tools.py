@@ -223,3 +223,11 @@ async def test_in_a_session_a_false_claim_is_replaced_and_repeat_says_the_last_r
     assert replies == [CANNOT, CANNOT]  # the honest sentence, then the same again for 再说一遍
     assert "听说" not in "".join(e["text"] for e in r.events if e["type"] == "text_chunk")
     assert llm.asked == ["我家客厅亮不亮"] and llm.stops >= 1
+
+
+def test_cancelling_this_reminder_cancels_only_the_one_just_set(tools):
+    for said in ("二十分钟后提醒我吃药", "明天早上八点提醒我开会"):
+        tools.answer(route(said, tools.now()), said)
+    assert tools.answer(route("取消这个提醒", tools.now()), "取消这个提醒") == "已取消提醒：开会。"
+    assert [r.text for r in tools.store.pending()] == ["吃药"]  # the earlier one is kept
+    assert tools.answer(route("取消所有提醒", tools.now()), "取消所有提醒") == "已取消一个提醒。"

@@ -131,6 +131,13 @@ class Tools:
         return f"你有{_count(len(said))}个提醒：" + "，".join(said[:MAX_LISTED]) + more + "。"
 
     def _reminder_cancel(self, intent: Intent, text: str) -> str:
+        if "one" in intent.slots:  # 取消这个提醒: the one just set, not all of them
+            pending = self._db().pending()
+            if not pending:
+                return "没有要取消的提醒。"
+            latest = max(pending, key=lambda r: r.id)
+            self._db().cancel(latest.id)
+            return f"已取消提醒：{latest.text}。" if latest.text else "已取消这个定时器。"
         n = self._db().cancel_all()
         return f"已取消{_count(n)}个提醒。" if n else "没有要取消的提醒。"
 
