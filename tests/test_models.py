@@ -89,7 +89,7 @@ def whisper() -> WhisperAsr:
 @pytest.mark.slow
 def test_whisper_transcribes_a_real_mandarin_question(whisper):
     text = asyncio.run(whisper.transcribe(real("ask_who_are_you.wav")))
-    assert "你是谁" in text and "名字" in text
+    assert says(text, "你是谁") and says(text, "名字")  # by sound: another CPU may write a homophone
 
 
 @pytest.mark.slow
