@@ -5,7 +5,8 @@ it: written inside the prompt as "听说：…" they taught the model to begin i
 name as a speaker tag. They show, more than the rules can say, what a spoken answer looks like —
 short, plain, kind. A small model copies what it sees, so they stay away from the subjects people
 ask about most (an example about 上海 made the 0.5B name 上海 as China's capital, one about metres
-made a kilogram a hundred grams, one about a stain had it answer 心情不好 with 先用热水泡一泡).
+made a kilogram a hundred grams, one about a stain had it answer 心情不好 with 先用热水泡一泡, and a
+fact example, 《红楼梦》的作者是曹雪芹, came back as the answer to a misheard 换一首歌).
 None of them is a question of the answer evaluation (``benchmarks/questions.toml``; a test checks).
 """
 
@@ -28,7 +29,6 @@ SYSTEM_PROMPT = (
 
 EXAMPLES: tuple[Example, ...] = (
     ("你好呀。", "你好！我是听说，有什么可以帮你？"),
-    ("《红楼梦》的作者是谁？", "《红楼梦》的作者是曹雪芹。"),
     ("我今天好烦。", "抱抱你，先深呼吸歇一会儿，想聊聊吗？"),
 )
 """The default worked examples, as chat turns after the system prompt."""
