@@ -32,13 +32,13 @@ def load(backends: Backends) -> None:
     from assistant.text.normalize import preload
 
     preload()
-    for model in (backends.vad, backends.kws, backends.asr, backends.llm, backends.tts):
+    for model in (backends.vad, backends.kws, backends.turn, backends.asr, backends.llm, backends.tts):
         if model is not None:
             model.load()
 
 
 def close(backends: Backends) -> None:
-    for model in (backends.vad, backends.kws, backends.asr, backends.llm, backends.tts):
+    for model in (backends.vad, backends.kws, backends.turn, backends.asr, backends.llm, backends.tts):
         if model is not None:
             model.close()
 

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 from assistant.config import Config, ConfigError
 from assistant.phrase_cache import PhraseCache, default_folder, tts_key
 from models.assets import Assets
-from models.protocols import Asr, Kws, Llm, Tts, Vad
+from models.cores import CoreGate
+from models.protocols import Asr, Kws, Llm, Tts, Turn, Vad
 from states.session import Backends
 
 if TYPE_CHECKING:
@@ -73,10 +74,11 @@ def asr(cfg: Config, assets: Assets) -> Asr:
     words = [*COMMAND_WORDS, *cfg.tools.hotwords] if cfg.asr.command_words else []
     return WhisperAsr(assets.folder(cfg.asr.model), threads=cfg.asr.threads, compute_type=cfg.asr.compute_type,
                       beam_size=cfg.asr.beam_size, initial_prompt=cfg.asr.initial_prompt, hotwords=" ".join(words),
-                      min_avg_logprob=cfg.asr.min_avg_logprob, max_no_speech_prob=cfg.asr.max_no_speech_prob)
+                      min_avg_logprob=cfg.asr.min_avg_logprob, max_no_speech_prob=cfg.asr.max_no_speech_prob,
+                      window_s=cfg.asr.window_s)
 
 
-def llm(cfg: Config, assets: Assets) -> Llm:
+def llm(cfg: Config, assets: Assets, gate: CoreGate | None = None) -> Llm:
     """The configured LLM with the built-in prompt and its examples, or the configured prompt alone."""
     from models.chat import EXAMPLES, SYSTEM_PROMPT
 
@@ -111,7 +113,7 @@ def llm(cfg: Config, assets: Assets) -> Llm:
     return LlamaLlm(assets.path(model.name, gguf.name), threads=cfg.llm.threads, n_ctx=cfg.llm.context,
                     temperature=cfg.llm.temperature, top_p=cfg.llm.top_p, repeat_penalty=cfg.llm.repeat_penalty,
                     max_tokens=cfg.llm.max_tokens, history_turns=cfg.llm.history_turns,
-                    expected_sha256=gguf.sha256, system_prompt=system_prompt, examples=examples)
+                    expected_sha256=gguf.sha256, system_prompt=system_prompt, examples=examples, gate=gate)
 
 
 @functools.cache
@@ -138,7 +140,8 @@ def tts(cfg: Config, assets: Assets) -> Tts:
     return KokoroTts(assets.path("kokoro-v1.0-int8", "kokoro-v1.0.int8.onnx"),
                      assets.path("kokoro-v1.0-int8", "vocab.json"),
                      assets.path("kokoro-zh-voices", f"{cfg.tts.voice}.bin"),
-                     threads=cfg.tts.threads, speed=cfg.tts.speed)
+                     threads=cfg.tts.threads, speed=cfg.tts.speed, first_frames=cfg.tts.first_frames,
+                     voiced_only=cfg.tts.voiced_only)
 
 
 def phrase_cache(cfg: Config, assets: Assets) -> PhraseCache | None:
@@ -152,7 +155,8 @@ def phrase_cache(cfg: Config, assets: Assets) -> PhraseCache | None:
     from models.manifest import by_name
 
     model_sha = by_name("kokoro-v1.0-int8").file("kokoro-v1.0.int8.onnx").sha256
-    return PhraseCache(default_folder(), tts_key(model_sha, cfg.tts.voice, cfg.tts.speed))
+    rendering = "voiced" if cfg.tts.voiced_only else "whole"  # the two renderings differ slightly
+    return PhraseCache(default_folder(), tts_key(f"{model_sha}:{rendering}", cfg.tts.voice, cfg.tts.speed))
 
 
 def tools(cfg: Config, data_dir: Path | None = None) -> Tools | None:
@@ -166,7 +170,18 @@ def tools(cfg: Config, data_dir: Path | None = None) -> Tools | None:
     return Tools(store, lambda: datetime.now().astimezone(), Volume(cfg.tools.mixer_control, cfg.audio.playback_device))
 
 
+def turn(cfg: Config, assets: Assets) -> Turn | None:
+    """The end-of-turn model, if endpointing uses one."""
+    if not cfg.vad.turn_model:
+        return None
+    from models.smart_turn import MODEL, SmartTurn
+
+    return SmartTurn(assets.path(MODEL.name, MODEL.files[0].name))
+
+
 def conversation(cfg: Config) -> Backends:
     """Everything a conversation needs (the KWS only when waiting for a wake word)."""
     a = assets_for(cfg)
-    return Backends(vad=vad(cfg, a), asr=asr(cfg, a), llm=llm(cfg, a), tts=tts(cfg, a), kws=kws(cfg, a))
+    gate = CoreGate() if cfg.tts.first_audio_alone else None
+    return Backends(vad=vad(cfg, a), asr=asr(cfg, a), llm=llm(cfg, a, gate), tts=tts(cfg, a), kws=kws(cfg, a),
+                    turn=turn(cfg, a), cores=gate)

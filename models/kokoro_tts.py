@@ -10,6 +10,12 @@ row chosen by the piece's phoneme count, and is yielded as soon as it is done.
 The first piece closes at the first clause boundary so the first audio comes quickly; later
 pieces are whole sentences, cut at clause punctuation only when a sentence is too long.
 
+The model runs in two parts (``models/kokoro_split.py``): the front gives the durations, and the
+decoder renders only the voiced frames (not the 0.4 s of silence Kokoro gives every start token,
+nor the end token). The first piece of each text is spoken in two steps: its first frames
+(``first_frames``, or more for a long piece, so the rest is ready before they have been heard) are
+decoded alone and yielded at once; then the whole piece, joined to them with a short cross-fade.
+
 ``stop()`` (and cancelling the consumer) sets onnxruntime's per-run terminate flag, so even the
 model call in flight ends within a fraction of a second and the worker is free for the next reply.
 """
@@ -26,6 +32,7 @@ from typing import Any
 import numpy as np
 import structlog
 
+from models import kokoro_split as ks
 from models.files import verified
 from models.manifest import by_name
 from models.protocols import ModelError, Samples
@@ -48,7 +55,8 @@ INPUTS = {"tokens": "tensor(int64)", "style": "tensor(float)", "speed": "tensor(
 _CLAUSE_END = re.compile(r"(?:[。！？；，、：!?;\n]+|(?<!\d)[.,:]+|[.,:]+(?!\d))[”’」』）)》】]*")
 _SENTENCE_END = re.compile(r"[。！？!?.\n]")
 _SPOKEN = re.compile(r"\w")  # a clause with no letter or digit (a stray quote, "……") joins the one before
-_SOUNDS = re.compile(r"[^;:,.!?—…\"()“” ]")  # any phoneme that is not punctuation or a gap
+SILENT = ';:,.!?—…"()“” '  # phoneme-string characters that are punctuation or a gap
+_SOUNDS = re.compile(f"[^{re.escape(SILENT)}]")  # any phoneme that is not punctuation or a gap
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _CLOCK = re.compile(r"(?<!\d)([01]?\d|2[0-3]):([0-5]\d)(?!\d)")
 _LATIN = re.compile(r"[A-Za-z]+")
@@ -127,7 +135,8 @@ class KokoroTts:
     sample_rate = 24000
 
     def __init__(self, model_path: Path, vocab_path: Path, voice_path: Path, *,
-                 threads: int = 2, speed: float = 1.0) -> None:
+                 threads: int = 2, speed: float = 1.0, first_frames: int = 16,
+                 voiced_only: bool = True) -> None:
         if threads < 1:
             raise ValueError(f"tts: threads must be at least 1, not {threads}")
         if not 0.5 <= speed <= 2.0:
@@ -137,8 +146,11 @@ class KokoroTts:
         self.voice_path = voice_path
         self.threads = threads
         self.speed = speed
+        self.first_frames = first_frames  # 0: the first piece is not spoken early
+        self.voiced_only = voiced_only  # False: every frame is rendered, exactly as the whole model would
         self._worker = Worker("tts")
-        self._session: Any = None  # onnxruntime.InferenceSession, used only on the worker
+        self._front: Any = None  # onnxruntime.InferenceSession of the front, used only on the worker
+        self._decoder: Any = None  # ... and of the decoder
         self._vocab: dict[str, int] = {}
         self._voice = np.zeros((STYLE_ROWS, 1, STYLE_DIM), np.float32)
         self._g2p: Callable[[str], tuple[str, Any]] | None = None
@@ -167,14 +179,15 @@ class KokoroTts:
         options.log_severity_level = 3  # a terminated run is expected, not worth an error line
         # Spinning worker threads would take the cores from VAD and KWS running beside us.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        front, decoder = ks.split(self.model_path)
         try:
-            session = ort.InferenceSession(str(self.model_path), options, providers=["CPUExecutionProvider"])
+            self._front = ort.InferenceSession(front, options, providers=["CPUExecutionProvider"])
+            self._decoder = ort.InferenceSession(decoder, options, providers=["CPUExecutionProvider"])
         except Exception as exc:
             raise ModelError(f"tts: onnxruntime could not load {self.model_path}: {exc}") from None
-        found = {i.name: i.type for i in session.get_inputs()}
+        found = {i.name: i.type for i in self._front.get_inputs()}
         if found != INPUTS:
             raise ModelError(f"tts: {self.model_path} is not a Kokoro v1.0 export (inputs {found})")
-        self._session = session
         self._g2p = ZHG2P(version=None)  # legacy IPA output: the phoneme set Kokoro v1.0 knows
         logging.getLogger("jieba").setLevel(logging.WARNING)  # it prints its dictionary loading to stderr
         self._g2p("预热")  # jieba builds its dictionary on first use (about 1 s): not on the first reply
@@ -182,7 +195,7 @@ class KokoroTts:
     def close(self) -> None:
         self.stop()
         self._worker.close()
-        self._session = None
+        self._front = self._decoder = None
         self._g2p = None
 
     def stop(self) -> None:
@@ -195,19 +208,30 @@ class KokoroTts:
         return self._worker.call(self._plan, text)
 
     async def synthesize(self, text: str) -> AsyncIterator[Samples]:
-        """One float32 piece per clause group, at 24 kHz; nothing at all for text with nothing to say."""
+        """Float32 audio at 24 kHz, piece by piece; nothing at all for text with nothing to say."""
         import onnxruntime as ort
 
         options = ort.RunOptions()
         self._running.add(options)
         try:
-            for phonemes in await self._worker.run(self._plan, text):
-                if options.terminate:
+            for index, phonemes in enumerate(await self._worker.run(self._plan, text)):
+                front = await self._worker.run(self._run_front, phonemes, options)
+                if front is None:
                     return
-                audio = await self._worker.run(self._speak, phonemes, options)
-                if audio is None:
+                s = ks.span(front, phonemes, SILENT) if self.voiced_only else ks.whole(front)
+                head = ks.head_frames(s, self.first_frames) if index == 0 and self.first_frames else s.frames
+                early = None
+                if s.voice + head + 8 < s.end:  # worth it only if something is left for the second step
+                    early = await self._worker.run(self._decode, front, s.start, s.voice + head, options)
+                    if early is None:
+                        return
+                    early = ks.played(early, ks.Span(s.start, s.voice, s.voice + head))
+                    yield early[: early.size - ks.FADE]
+                whole = await self._worker.run(self._decode, front, s.start, s.end, options)
+                if whole is None:
                     return
-                yield audio
+                whole = ks.played(whole, s)
+                yield whole if early is None else ks.splice(early, whole)
         finally:
             options.terminate = True  # a cancelled consumer must not leave the worker busy
             self._running.discard(options)
@@ -226,20 +250,29 @@ class KokoroTts:
         kept = re.sub(r" {2,}", " ", "".join(c for c in phonemes if c in self._vocab)).strip()
         return kept if _SOUNDS.search(kept) else ""  # punctuation alone would be a piece of noise
 
-    def _speak(self, phonemes: str, options: Any) -> Samples | None:
-        """One model call; None if it was stopped."""
-        if self._session is None:
+    def _run_front(self, phonemes: str, options: Any) -> ks.Front | None:
+        """Durations and aligned features of one piece; None if it was stopped."""
+        if self._front is None:
             raise ModelError("tts: used before load()")
         ids = [self._vocab[c] for c in phonemes]
-        feed = {
-            "tokens": np.array([[0, *ids, 0]], np.int64),
-            "style": self._voice[min(len(ids) - 1, STYLE_ROWS - 1)],
-            "speed": np.array([self.speed], np.float32),
-        }
+        style = self._voice[min(len(ids) - 1, STYLE_ROWS - 1)]
+        feed = {"tokens": np.array([[0, *ids, 0]], np.int64), "style": style,
+                "speed": np.array([self.speed], np.float32)}
+        names = [o.name for o in self._front.get_outputs()]
         try:
-            (audio,) = self._session.run(["audio"], feed, options)
+            outputs = self._front.run(names, feed, options)
         except Exception as exc:
             if options.terminate:
                 return None
             raise ModelError(f"tts: kokoro failed on {len(ids)} phonemes: {exc}") from None
+        return ks.front_of(outputs, names, style)
+
+    def _decode(self, front: ks.Front, start: int, end: int, options: Any) -> Samples | None:
+        """Frames ``start``–``end`` rendered; None if it was stopped."""
+        try:
+            (audio,) = self._decoder.run(["audio"], front.feed(start, end), options)
+        except Exception as exc:
+            if options.terminate:
+                return None
+            raise ModelError(f"tts: kokoro's decoder failed on frames {start}–{end}: {exc}") from None
         return np.asarray(audio, np.float32).reshape(-1)

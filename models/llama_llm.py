@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from models.chat import EXAMPLES, SYSTEM_PROMPT, Example, History, Message
+from models.cores import CoreGate
 from models.files import verified
 from models.manifest import by_name
 from models.protocols import ModelError
@@ -54,6 +55,7 @@ class LlamaLlm:
         history_turns: int = 2,
         seed: int | None = None,
         expected_sha256: str = QWEN_05B_SHA256,
+        gate: CoreGate | None = None,
     ) -> None:
         self.model_path = model_path
         self.threads = threads
@@ -67,6 +69,7 @@ class LlamaLlm:
         self.max_tokens = max_tokens
         self.seed = seed  # None: a fresh random seed per process
         self.expected_sha256 = expected_sha256
+        self.gate = gate  # given, the next token waits while the first audio of a reply is made
         self.history = History(history_turns)
         self._worker = Worker("llm")
         self._model: Llama | None = None
@@ -196,6 +199,8 @@ class LlamaLlm:
         a token held back because it ends mid-character) are skipped.
         """
         while self._stream is not None and not stopped.is_set():
+            if self.gate is not None:
+                self.gate.wait()
             try:
                 chunk = next(self._stream)
             except StopIteration:

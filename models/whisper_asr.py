@@ -9,11 +9,19 @@ between segments.
 than 待半. A transcript Whisper itself doubts — mean token log-probability below
 ``min_avg_logprob``, or a no-speech probability above ``max_no_speech_prob`` — is returned empty,
 so the assistant asks again instead of answering something that was not said.
+
+The encoder window is sized to the utterance: faster-whisper always pads the features to Whisper's
+30 s (3000 frames), but CTranslate2's encoder takes fewer frames, and a request of a few seconds
+needs far less work. ``window_s`` is the smallest window; a longer utterance gets itself plus
+``WINDOW_MARGIN_S``. With ``window_s = 30`` (or an utterance near 30 s) faster-whisper's own
+segment loop runs, exactly as before. A run is stopped between its steps (features, encoder,
+decoder): a dropped speculative transcription frees the worker for the final one.
 """
 
 from __future__ import annotations
 
 import threading
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +33,15 @@ from models.worker import Worker
 log = structlog.get_logger("asr")
 
 PROMPT = "以下是普通话的句子。"
+FULL_WINDOW_S = 30.0
+WINDOW_MARGIN_S = 1.0
+FRAMES_PER_S = 100  # Whisper's log-mel hop is 10 ms
+TOKENS_PER_S = 15  # far above fast Mandarin (about 6 characters, 8 tokens a second): a bound on loops
+MAX_COMPRESSION = 2.4  # faster-whisper's threshold: text that zips this well is a decoding loop
+
+
+class Stopped(Exception):
+    """A transcription was called off between two of its steps."""
 
 
 class WhisperAsr:
@@ -34,7 +51,10 @@ class WhisperAsr:
 
     def __init__(self, model_dir: Path, *, threads: int = 2, compute_type: str = "int8", beam_size: int = 1,
                  language: str = "zh", initial_prompt: str = PROMPT, hotwords: str = "",
-                 min_avg_logprob: float = float("-inf"), max_no_speech_prob: float = 1.0) -> None:
+                 min_avg_logprob: float = float("-inf"), max_no_speech_prob: float = 1.0,
+                 window_s: float = FULL_WINDOW_S) -> None:
+        if not 1.0 <= window_s <= FULL_WINDOW_S:
+            raise ValueError(f"asr: window_s must be within 1–30 s, not {window_s}")
         self.model_dir = model_dir
         self.threads = threads
         self.compute_type = compute_type
@@ -44,11 +64,15 @@ class WhisperAsr:
         self.hotwords = hotwords
         self.min_avg_logprob = min_avg_logprob
         self.max_no_speech_prob = max_no_speech_prob
+        self.window_s = window_s
         self.last_scores: tuple[float, float] | None = None  # (mean log-prob, no-speech prob) of the last run
         self._worker = Worker("asr")
         self._model: Any = None
         self._t2s: Any = None
-        self._stop = threading.Event()
+        self._tokenizer: Any = None
+        self._suppress: list[int] = []
+        self._prompt: list[int] = []
+        self._running: set[threading.Event] = set()  # the stop flag of every transcription in progress
 
     def load(self) -> None:
         self._worker.call(self._load)
@@ -65,21 +89,75 @@ class WhisperAsr:
         except Exception as exc:  # CTranslate2 raises RuntimeError/ValueError on a bad folder
             raise ModelError(f"asr: cannot load Whisper from {self.model_dir}: {exc}") from None
         self._t2s = opencc.OpenCC("t2s")
+        from faster_whisper.tokenizer import Tokenizer
+        from faster_whisper.transcribe import get_suppressed_tokens
+
+        self._tokenizer = Tokenizer(self._model.hf_tokenizer, self._model.model.is_multilingual,
+                                    task="transcribe", language=self.language)
+        self._suppress = list(get_suppressed_tokens(self._tokenizer, (-1,)) or ())
+        context = self._tokenizer.encode(" " + self.initial_prompt.strip()) if self.initial_prompt else []
+        self._prompt = self._model.get_prompt(self._tokenizer, context, without_timestamps=True,
+                                              hotwords=self.hotwords or None)
 
     def close(self) -> None:
         self._worker.close()
         self._model = None
 
     def stop(self) -> None:
-        self._stop.set()
+        """Call off every transcription in progress (each ends at its next step, with "")."""
+        for stop in list(self._running):
+            stop.set()
 
     async def transcribe(self, samples: Samples) -> str:
-        self._stop.clear()
-        return await self._worker.run(self._transcribe, samples)
+        stop = threading.Event()
+        self._running.add(stop)
+        try:
+            return await self._worker.run(self._transcribe, samples, stop)
+        finally:
+            stop.set()  # a cancelled caller (a dropped speculation) must not keep the worker busy
+            self._running.discard(stop)
 
-    def _transcribe(self, samples: Samples) -> str:
+    def _transcribe(self, samples: Samples, stop: threading.Event) -> str:
         if self._model is None:
             raise ModelError("asr: used before load()")
+        seconds = len(samples) / self.sample_rate
+        try:
+            if self.window_s >= FULL_WINDOW_S or seconds + WINDOW_MARGIN_S >= FULL_WINDOW_S:
+                text, mean, no_speech = self._segments(samples, stop)
+            else:
+                text, mean, no_speech = self._windowed(samples, stop)
+                if _looped(text):  # a short window can send the decoder round in circles: the full one
+                    log.info("decoder looped on the short window: transcribing with the full one", text=text[:40])
+                    text, mean, no_speech = self._segments(samples, stop)
+        except Stopped:
+            return ""
+        return self._checked(str(self._t2s.convert(text)), mean, no_speech)
+
+    def _windowed(self, samples: Samples, stop: threading.Event) -> tuple[str, float, float]:
+        """One encoder pass over the utterance + margin (at least ``window_s``), then greedy/beam decoding."""
+        from faster_whisper.audio import pad_or_trim
+
+        model = self._model
+        features = model.feature_extractor(samples)
+        wanted = len(samples) / self.sample_rate + WINDOW_MARGIN_S
+        frames = int(min(FULL_WINDOW_S, max(self.window_s, wanted)) * FRAMES_PER_S)
+        if stop.is_set():
+            raise Stopped
+        encoded = model.encode(pad_or_trim(features, frames))
+        if stop.is_set():
+            raise Stopped
+        new_tokens = int(TOKENS_PER_S * len(samples) / self.sample_rate) + 16
+        result = model.model.generate(
+            encoded, [self._prompt], beam_size=self.beam_size,
+            max_length=min(model.max_length, len(self._prompt) + new_tokens),
+            return_scores=True, return_no_speech_prob=True, suppress_blank=True,
+            suppress_tokens=self._suppress)[0]
+        tokens = result.sequences_ids[0]
+        mean = result.scores[0] * len(tokens) / (len(tokens) + 1)  # faster-whisper's avg_logprob
+        return self._tokenizer.decode(tokens).strip(), mean, result.no_speech_prob
+
+    def _segments(self, samples: Samples, stop: threading.Event) -> tuple[str, float, float]:
+        """faster-whisper's own loop: 30 s windows, one segment pulled at a time."""
         segments, _ = self._model.transcribe(
             samples, language=self.language, beam_size=self.beam_size, initial_prompt=self.initial_prompt,
             condition_on_previous_text=False, vad_filter=False, without_timestamps=True,
@@ -90,10 +168,12 @@ class WhisperAsr:
             texts.append(segment.text.strip())
             logprobs.append(segment.avg_logprob)
             no_speech = max(no_speech, segment.no_speech_prob)
-            if self._stop.is_set():
-                break
-        text = str(self._t2s.convert("".join(texts)))
-        mean = sum(logprobs) / len(logprobs) if logprobs else 0.0
+            if stop.is_set():
+                raise Stopped
+        return "".join(texts), (sum(logprobs) / len(logprobs) if logprobs else 0.0), no_speech
+
+    def _checked(self, text: str, mean: float, no_speech: float) -> str:
+        """``text``, or "" if it is Whisper's prompt echoed back or too uncertain to act on."""
         self.last_scores = (mean, no_speech)
         if _echoes_prompt(text, self.initial_prompt) or _echoes_hotwords(text, self.hotwords):
             return ""
@@ -102,6 +182,12 @@ class WhisperAsr:
                      no_speech_prob=round(no_speech, 2))
             return ""
         return text
+
+
+def _looped(text: str) -> bool:
+    """Whisper repeating a phrase over and over (切换前事切换前事…), told by how well it compresses."""
+    data = text.encode("utf-8")
+    return len(data) > 24 and len(data) / len(zlib.compress(data)) > MAX_COMPRESSION
 
 
 def _echoes_prompt(text: str, prompt: str) -> bool:

@@ -67,11 +67,20 @@ class Endpointer:
         self.speech_end = onset or 0
 
     @classmethod
-    def from_config(cls, cfg: Config, window: int, onset: int | None = None) -> Endpointer:
+    def from_config(cls, cfg: Config, window: int, onset: int | None = None, *, turn_model: bool = False) -> Endpointer:
+        """With ``turn_model`` the turn model ends the turn; silence ends it only after vad.turn_max_silence_ms."""
         rate = cfg.audio.sample_rate
+        policy = (EndpointPolicy(cfg.vad.turn_max_silence_ms * rate // 1000) if turn_model
+                  else EndpointPolicy.from_config(cfg))
         return cls(window=window, min_speech=cfg.vad.min_speech_ms * rate // 1000,
-                   policy=EndpointPolicy.from_config(cfg), max_utterance=int(cfg.listening.max_utterance_s * rate),
+                   policy=policy, max_utterance=int(cfg.listening.max_utterance_s * rate),
                    threshold=cfg.vad.threshold, onset=onset)
+
+    def end_now(self, reason: str, now: int) -> Utterance:
+        """The utterance as it stands at sample ``now`` (the turn model heard its end)."""
+        if self.onset is None:
+            raise ValueError("end_now: no utterance has started")
+        return Utterance(self.onset, now, now - self.speech_end, reason)
 
     def feed(self, windows: Iterable[VadWindow]) -> tuple[int | None, Utterance | None]:
         """(onset if speech started in these windows, the utterance if it ended in them)."""

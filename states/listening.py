@@ -5,6 +5,11 @@ ends after an endpoint silence that adapts to its length, or at ``listening.max_
 no speech starts within the no-speech timeout (the follow-up window after a reply) the assistant
 goes back to idle. An onset that is a sudden burst of flat-spectrum noise is not speech.
 
+End of turn by ear: with a turn model (Smart Turn), once the speaker has been quiet for
+``vad.turn_check_ms`` the model hears the utterance so far; "finished" ends it there and then,
+"not yet" leaves it open (asked again after each further ``turn_check_ms``) up to
+``vad.turn_max_silence_ms``. If the model fails, that silence ends the turn.
+
 Speculative start: once the speaker has been quiet for ``vad.speculative_silence_ms`` the ASR
 starts on the speech so far; if no more speech comes before the endpoint, the reply uses that
 transcript and the ASR's time is hidden in the endpoint silence.
@@ -21,10 +26,20 @@ import structlog
 from assistant.audio.protocols import Samples
 from assistant.audio.wav import resample
 from assistant.events import SpeechEnded, SpeechStarted
-from states.endpointer import Endpointer
+from states.endpointer import Endpointer, Utterance
 from states.state import State, VadWindow
 
 log = structlog.get_logger("listening")
+
+
+@dataclass
+class TurnCheck:
+    """A turn-model call on the speech up to ``speech_end``, made after ``silence`` samples of quiet."""
+
+    speech_end: int
+    silence: int
+    task: asyncio.Task[float]
+    answered: bool = False  # its "not yet" has been read
 
 
 @dataclass
@@ -46,8 +61,9 @@ class Listening(State):
         follow_up = trigger == "reply_done"
         timeout_s = cfg.dialog.follow_up_s if follow_up else cfg.listening.no_speech_timeout_s
         self.deadline = s.clock.samples + int(timeout_s * rate)
-        self.endpointer = Endpointer.from_config(cfg, s.vad_window, onset=onset)
+        self.endpointer = Endpointer.from_config(cfg, s.vad_window, onset=onset, turn_model=s.models.turn is not None)
         self.speculation: Speculation | None = None
+        self.turn_check: TurnCheck | None = None
         speech_from = kwargs.get("speech_from")
         if speech_from is not None and onset is None:
             self.endpointer.detector.prime(speech_from)  # the request may follow the wake word in one breath
@@ -57,6 +73,7 @@ class Listening(State):
 
     async def exit(self, dest: str) -> None:
         self._drop_speculation()
+        self._drop_turn_check()
         await super().exit(dest)
 
     async def on_audio(self, chunk: Samples, windows: list[VadWindow]) -> None:
@@ -68,6 +85,8 @@ class Listening(State):
             return
         if started is not None:
             s.bus.publish(SpeechStarted())
+        if utterance is None and self.endpointer.onset is not None:
+            utterance = self._turn_model_verdict()
         if utterance is not None:
             rate = s.cfg.audio.sample_rate
             start = utterance.start - s.cfg.vad.preroll_ms * rate // 1000
@@ -82,6 +101,49 @@ class Listening(State):
                 await s.fire("no_speech_timeout")
         else:
             self._speculate()
+            self._ask_turn_model()
+
+    def _ask_turn_model(self) -> None:
+        """Start a turn-model call once the silence reaches the next multiple of vad.turn_check_ms."""
+        s, ep = self.session, self.endpointer
+        turn = s.models.turn
+        if turn is None or ep.onset is None or ep.silence == 0:
+            return
+        step = s.cfg.vad.turn_check_ms * s.cfg.audio.sample_rate // 1000
+        check = self.turn_check
+        if check is not None and check.speech_end == ep.speech_end and ep.silence < check.silence + step:
+            return  # asked already for this stretch of quiet
+        if ep.silence < step:
+            return
+        self._drop_turn_check()
+        rate = s.cfg.audio.sample_rate
+        audio = resample(s.history.slice(ep.onset - s.cfg.vad.preroll_ms * rate // 1000, s.clock.samples),
+                         rate, turn.sample_rate)
+        task = asyncio.create_task(turn.complete(audio), name="turn:check")
+        self.turn_check = TurnCheck(ep.speech_end, ep.silence, task)
+
+    def _turn_model_verdict(self) -> Utterance | None:
+        """The utterance, if the turn model has said it is finished (for the speech as it still stands)."""
+        check, ep = self.turn_check, self.endpointer
+        if check is None or check.answered or not check.task.done():
+            return None
+        check.answered = True
+        if check.speech_end != ep.speech_end or check.task.cancelled():
+            return None  # the speaker went on: that verdict was about less than has been said
+        if (error := check.task.exception()) is not None:
+            log.warning("turn model failed: the silence decides", error=str(error))
+            return None
+        p = check.task.result()
+        log.debug("turn model", p=round(p, 3), silence_ms=check.silence * 1000 // self.session.cfg.audio.sample_rate)
+        if p < self.session.cfg.vad.turn_threshold:
+            return None
+        self.turn_check = None
+        return ep.end_now("turn_model", self.session.clock.samples)
+
+    def _drop_turn_check(self) -> None:
+        if self.turn_check is not None:
+            self.turn_check.task.cancel()
+            self.turn_check = None
 
     def _speculate(self) -> None:
         s, ep = self.session, self.endpointer

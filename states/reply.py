@@ -113,7 +113,7 @@ class Reply:
         s = self.session
         options = PipelineOptions.from_config(s.cfg)
         self.pipeline = SpeechPipeline(source, s.models.tts, s.sink, s.bus, options, self._first_audio,
-                                       cache=s.phrase_cache)
+                                       cache=s.phrase_cache, cores=s.models.cores)
         try:
             await self.pipeline.run(question)
         finally:

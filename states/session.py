@@ -26,7 +26,8 @@ from assistant.clock import SampleClock
 from assistant.config import Config
 from assistant.events import EchoCancelled, Event, EventBus, NoiseRejected, PlaybackFinished, StateChanged, TextChunk
 from assistant.phrase_cache import PhraseCache
-from models.protocols import Asr, Kws, Llm, ModelError, Tts, Vad
+from models.cores import CoreGate
+from models.protocols import Asr, Kws, Llm, ModelError, Tts, Turn, Vad
 from states import machine
 from states.idle import Idle
 from states.listening import Listening
@@ -58,6 +59,8 @@ class Backends:
     llm: Llm
     tts: Tts
     kws: Kws | None = None
+    turn: Turn | None = None  # the end-of-turn model, if endpointing uses one
+    cores: CoreGate | None = None  # held while a reply's first audio is made (the LLM waits meanwhile)
 
 
 class Session:

