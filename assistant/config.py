@@ -56,7 +56,7 @@ class VadConfig:
     long_utterance_ms: int = _opt(5000, "Speech longer than this ends after long_endpoint_silence_ms.",
                                   lo=0, hi=60000)
     long_endpoint_silence_ms: int = _opt(450, "Endpoint silence after a long utterance.", lo=100, hi=3000)
-    speculative_silence_ms: int = _opt(150, "Silence after which the ASR starts on the speech so far (0: off).",
+    speculative_silence_ms: int = _opt(100, "Silence after which the ASR starts on the speech so far (0: off).",
                                        lo=0, hi=3000)
     noise_guard: bool = _opt(True, "Refuse an onset that is a sudden rise of flat-spectrum noise (door, fan, hiss).")
     turn_model: bool = _opt(True, "Smart Turn hears whether the speaker has finished; the silence endpoint is the "
