@@ -31,20 +31,9 @@ sys.path.insert(0, str(ROOT))
 from assistant import backends  # noqa: E402
 from assistant.audio.wav import read_wav  # noqa: E402
 from assistant.config import load  # noqa: E402
-from benchmarks.commands import CORPUS, command_clips  # noqa: E402
+from benchmarks.commands import CORPUS, command_clips, edits  # noqa: E402
 
 REFS = Path(__file__).resolve().parent / "asr_refs.toml"
-
-
-def edits(ref: str, hyp: str) -> tuple[int, int]:
-    """(edit distance, reference length) over letters and digits only."""
-    ref, hyp = (("".join(ch for ch in s if ch.isalnum())) for s in (ref, hyp))
-    row = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, 1):
-        prev, row[0] = row[0], i
-        for j, h in enumerate(hyp, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (r != h))
-    return row[-1], len(ref)
 
 
 def clips() -> list[tuple[str, str, np.ndarray]]:

@@ -35,14 +35,20 @@ REAL = SHARED / "audio" / "real"
 CORPUS = SHARED / "audio" / "corpus"
 
 
-def cer(ref: str, hyp: str) -> float:
+def edits(ref: str, hyp: str) -> tuple[int, int]:
+    """(edit distance, reference length) over letters and digits only."""
     ref, hyp = (("".join(ch for ch in s if ch.isalnum())) for s in (ref, hyp))
     row = list(range(len(hyp) + 1))
     for i, r in enumerate(ref, 1):
         prev, row[0] = row[0], i
         for j, h in enumerate(hyp, 1):
             prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (r != h))
-    return row[-1] / max(1, len(ref))
+    return row[-1], len(ref)
+
+
+def cer(ref: str, hyp: str) -> float:
+    distance, length = edits(ref, hyp)
+    return distance / max(1, length)
 
 
 def command_clips() -> list[tuple[str, str, np.ndarray]]:
