@@ -126,3 +126,45 @@ def test_a_recited_hot_word_list_is_not_a_transcript():
 
     assert _echoes_hotwords("提醒待办闹钟。", "几点 提醒 待办 闹钟")
     assert not _echoes_hotwords("提醒", "几点 提醒 待办 闹钟") and not _echoes_hotwords("打开提醒", "提醒 待办")
+
+
+@pytest.fixture(scope="module")
+def windowed() -> WhisperAsr:
+    asr = WhisperAsr(Assets([SHARED / "models"]).folder("whisper-base"), window_s=10.0)
+    asr.load()
+    yield asr
+    asr.close()
+
+
+@pytest.mark.slow
+def test_the_window_sized_to_the_utterance_reads_the_question_as_the_full_one_does(windowed, whisper):
+    short = asyncio.run(windowed.transcribe(real("ask_who_are_you.wav")))
+    assert says(short, "你是谁") and says(short, "名字"), short
+    full = asyncio.run(whisper.transcribe(real("ask_who_are_you.wav")))
+    assert says(full, "你是谁") == says(short, "你是谁")
+
+
+def test_a_transcription_called_off_stops_before_the_encoder(windowed):
+    import threading
+
+    stop = threading.Event()
+    stop.set()
+    assert windowed._worker.call(windowed._transcribe, real("ask_who_are_you.wav"), stop) == ""
+
+
+async def test_a_cancelled_transcription_is_told_to_stop_and_the_next_one_runs(windowed):
+    task = asyncio.create_task(windowed.transcribe(real("greeting_10s.wav")))
+    await asyncio.sleep(0)  # the job is handed to the worker
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not windowed._running  # its stop flag was set and dropped: the job ends at its next step
+    assert says(await windowed.transcribe(real("ask_who_are_you.wav")), "你是谁")
+
+
+def test_a_decoder_loop_is_told_from_speech():
+    from models.whisper_asr import _looped
+
+    assert _looped("切换前事" * 12)
+    assert not _looped("告诉我，你是谁？你叫什么名字？")
+    assert not _looped("好的")
