@@ -63,6 +63,8 @@ class VadConfig:
                                   "fallback.")
     turn_check_ms: int = _opt(200, "Silence after which (and after each further such stretch) Smart Turn is asked.",
                               lo=50, hi=2000)
+    turn_min_silence_ms: int = _opt(200, "With Smart Turn: the least silence that ends a turn it heard finished.",
+                                    lo=0, hi=2000)
     turn_threshold: float = _opt(0.5, "Smart Turn probability of a finished turn that ends it.", lo=0.05, hi=0.99)
     turn_max_silence_ms: int = _opt(1000, "With Smart Turn: silence that ends the turn whatever it says.",
                                     lo=100, hi=5000)
@@ -256,6 +258,7 @@ class LlmConfig:
     history_turns: int = _opt(2, "Earlier exchanges the model sees.", lo=0, hi=20)
     system_prompt: str = _opt("", "System prompt; empty keeps the built-in spoken-Mandarin prompt.")
     tool_calls: bool = _opt(False, "Let the LLM answer commands with a JSON tool call (read tolerantly).")
+    prefill: bool = _opt(True, "Evaluate the prompt of the speculative transcript before the endpoint is decided.")
     reply_soft_chars: int = _opt(30, "A reply ends at the first sentence end after this many characters.",
                                  lo=5, hi=2000)
     reply_max_chars: int = _opt(50, "A reply never goes past this many characters (0: no limit).", lo=0, hi=5000)

@@ -74,6 +74,20 @@ class Responder:
             raise RuntimeError("respond: no LLM to answer with")
         return Answer(self._llm(self.llm), self.correct(text), None)
 
+    def warm(self, text: str) -> None:
+        """``text`` is likely the request (a speculative transcript): if only the LLM would answer it,
+        let the LLM evaluate its prompt now. Nothing is saved or said."""
+        from assistant.tools.router import route
+        from models.protocols import Prefill
+
+        if not isinstance(self.llm, Prefill) or not text:
+            return
+        if self.hotwords is not None:
+            text, _ = self.hotwords.correct(text)
+        if self.tools is not None and route(text, self.now(), honest_limits=self.honest_limits) is not None:
+            return  # a tool or an honest limit answers this
+        self.llm.prefill(text)
+
     def local(self, text: str) -> Answer | None:
         """The answer of an offline tool or an honest limit, or None when only the LLM can answer."""
         text = self.correct(text)

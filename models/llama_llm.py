@@ -23,6 +23,8 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+import structlog
+
 from models.chat import EXAMPLES, SYSTEM_PROMPT, Example, History, Message
 from models.cores import CoreGate
 from models.files import verified
@@ -32,6 +34,8 @@ from models.worker import Worker
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
+
+log = structlog.get_logger("llm")
 
 QWEN_05B_SHA256 = by_name("qwen2.5-coder-0.5b-instruct-q4_k_m").files[0].sha256
 QWEN_15B_SHA256 = by_name("qwen2.5-coder-1.5b-instruct-q4_k_m").files[0].sha256
@@ -126,11 +130,15 @@ class LlamaLlm:
         return list(a[:n])
 
     def _prompt_text(self, model: Llama, text: str) -> str:
+        return self._format(model, History(0).messages(self.system_prompt, text, self.examples))
+
+    def _format(self, model: Llama, messages: list[Message]) -> str:
+        """The prompt text llama-cpp-python's chat completion makes of ``messages`` (the GGUF's template)."""
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
         template = str(model.metadata["tokenizer.chat_template"])
         formatter = Jinja2ChatFormatter(template, eos_token="", bos_token="")
-        return str(formatter(messages=cast(Any, History(0).messages(self.system_prompt, text, self.examples))).prompt)
+        return str(formatter(messages=cast(Any, messages)).prompt)
 
     def system_prompt_cached(self) -> bool:
         """Does the KV cache start with the evaluated system prompt? (worker thread)"""
@@ -153,6 +161,34 @@ class LlamaLlm:
 
     def stop(self) -> None:
         self._stopped.set()
+
+    def prefill(self, text: str) -> None:
+        """Evaluate the prompt for ``text`` ahead of the reply (queued on the worker, not awaited).
+
+        Called with a speculative transcript while the endpoint is still undecided: the reply that
+        follows finds its prompt in the KV cache and only samples. A prompt that differs (another
+        transcript, a tool answered instead) costs nothing more than a shorter shared prefix.
+        """
+        self._worker.submit(self._prefill, self.history.messages(self.system_prompt, text, self.examples))
+
+    def _prefill(self, messages: list[Message]) -> None:
+        model = self._model
+        if model is None:
+            return
+        self._end_stream()
+        if not self.system_prompt_cached():
+            model.load_state(self._system_state)
+        tokens = model.tokenize(self._format(model, messages).encode(), add_bos=False, special=True)
+        cached = list(model.input_ids[: model.n_tokens])
+        shared = next((i for i, (a, b) in enumerate(zip(cached, tokens, strict=False)) if a != b),
+                      min(len(cached), len(tokens)))
+        keep = min(shared, len(tokens) - 1)  # the last token is left for the reply to evaluate
+        model.n_tokens = keep  # eval() drops the KV cache from here on
+        try:
+            model.eval(tokens[keep:-1])
+        except (ValueError, RuntimeError) as exc:  # a prompt that no longer fits: the reply will say so
+            model.n_tokens = 0
+            log.debug("prefill failed", error=str(exc))
 
     def reply(self, text: str) -> AsyncIterator[str]:
         """Stream the reply to ``text``; from this call on, ``stop()`` applies to this reply."""

@@ -8,7 +8,7 @@ backend's worker thread, so cancellation lands between pieces.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -98,6 +98,15 @@ class Llm(Protocol):
 
     def stop(self) -> None:
         """Stop generating at the next token."""
+        ...
+
+
+@runtime_checkable
+class Prefill(Protocol):
+    """An LLM that can evaluate a likely prompt ahead of the reply (its KV cache then holds it)."""
+
+    def prefill(self, text: str) -> None:
+        """Start evaluating the prompt for ``text``; return at once."""
         ...
 
 

@@ -15,7 +15,7 @@ import asyncio
 import contextvars
 import functools
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
 
 P = ParamSpec("P")
@@ -45,6 +45,11 @@ class Worker:
             await asyncio.sleep(0)  # still a point where cancellation can land
             return result
         return await asyncio.wrap_future(future)
+
+    def submit(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        """Queue ``fn`` on the worker thread without waiting for it (work done ahead, in order)."""
+        job = functools.partial(contextvars.copy_context().run, functools.partial(fn, *args, **kwargs))
+        return self._executor.submit(job)
 
     def close(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)

@@ -6,9 +6,10 @@ no speech starts within the no-speech timeout (the follow-up window after a repl
 goes back to idle. An onset that is a sudden burst of flat-spectrum noise is not speech.
 
 End of turn by ear: with a turn model (Smart Turn), once the speaker has been quiet for
-``vad.turn_check_ms`` the model hears the utterance so far; "finished" ends it there and then,
-"not yet" leaves it open (asked again after each further ``turn_check_ms``) up to
-``vad.turn_max_silence_ms``. If the model fails, that silence ends the turn.
+``vad.turn_check_ms`` the model hears the utterance so far; "finished" ends it as soon as the quiet
+has lasted ``vad.turn_min_silence_ms`` (the model is asked early so that its answer, slowed by the
+speculative ASR beside it, is in by then); "not yet" leaves it open (asked again after each further
+``turn_check_ms``) up to ``vad.turn_max_silence_ms``. If the model fails, that silence ends the turn.
 
 Speculative start: once the speaker has been quiet for ``vad.speculative_silence_ms`` the ASR
 starts on the speech so far; if no more speech comes before the endpoint, the reply uses that
@@ -26,6 +27,7 @@ import structlog
 from assistant.audio.protocols import Samples
 from assistant.audio.wav import resample
 from assistant.events import SpeechEnded, SpeechStarted
+from assistant.text.wake import strip_wake_words
 from states.endpointer import Endpointer, Utterance
 from states.state import State, VadWindow
 
@@ -39,7 +41,7 @@ class TurnCheck:
     speech_end: int
     silence: int
     task: asyncio.Task[float]
-    answered: bool = False  # its "not yet" has been read
+    p: float | None = None  # its answer, once read
 
 
 @dataclass
@@ -48,6 +50,7 @@ class Speculation:
 
     speech_end: int
     task: asyncio.Task[str]
+    warmed: bool = False  # its transcript has been given to the LLM to evaluate ahead
 
 
 class Listening(State):
@@ -101,6 +104,7 @@ class Listening(State):
                 await s.fire("no_speech_timeout")
         else:
             self._speculate()
+            self._warm_llm()
             self._ask_turn_model()
 
     def _ask_turn_model(self) -> None:
@@ -111,8 +115,10 @@ class Listening(State):
             return
         step = s.cfg.vad.turn_check_ms * s.cfg.audio.sample_rate // 1000
         check = self.turn_check
-        if check is not None and check.speech_end == ep.speech_end and ep.silence < check.silence + step:
-            return  # asked already for this stretch of quiet
+        heard_finished = check is not None and check.p is not None and check.p >= s.cfg.vad.turn_threshold
+        if check is not None and check.speech_end == ep.speech_end and (
+                ep.silence < check.silence + step or heard_finished):
+            return  # asked already for this stretch of quiet, or heard finished: waiting for the least silence
         if ep.silence < step:
             return
         self._drop_turn_check()
@@ -123,22 +129,30 @@ class Listening(State):
         self.turn_check = TurnCheck(ep.speech_end, ep.silence, task)
 
     def _turn_model_verdict(self) -> Utterance | None:
-        """The utterance, if the turn model has said it is finished (for the speech as it still stands)."""
-        check, ep = self.turn_check, self.endpointer
-        if check is None or check.answered or not check.task.done():
-            return None
-        check.answered = True
-        if check.speech_end != ep.speech_end or check.task.cancelled():
-            return None  # the speaker went on: that verdict was about less than has been said
-        if (error := check.task.exception()) is not None:
-            log.warning("turn model failed: the silence decides", error=str(error))
-            return None
-        p = check.task.result()
-        log.debug("turn model", p=round(p, 3), silence_ms=check.silence * 1000 // self.session.cfg.audio.sample_rate)
-        if p < self.session.cfg.vad.turn_threshold:
+        """The utterance, if the turn model has heard it finished and the least silence has passed."""
+        s, check, ep = self.session, self.turn_check, self.endpointer
+        if check is None or check.speech_end != ep.speech_end:
+            return None  # none asked, or the speaker went on: that verdict was about less than has been said
+        if check.p is None:
+            if not check.task.done():
+                return None
+            check.p = self._verdict(check)
+        least = s.cfg.vad.turn_min_silence_ms * s.cfg.audio.sample_rate // 1000
+        if check.p < s.cfg.vad.turn_threshold or ep.silence < least:
             return None
         self.turn_check = None
-        return ep.end_now("turn_model", self.session.clock.samples)
+        return ep.end_now("turn_model", s.clock.samples)
+
+    def _verdict(self, check: TurnCheck) -> float:
+        """The finished call's probability; 0 if it was cancelled or failed (the silence decides then)."""
+        if check.task.cancelled():
+            return 0.0
+        if (error := check.task.exception()) is not None:
+            log.warning("turn model failed: the silence decides", error=str(error))
+            return 0.0
+        p = check.task.result()
+        log.debug("turn model", p=round(p, 3), silence_ms=check.silence * 1000 // self.session.cfg.audio.sample_rate)
+        return p
 
     def _drop_turn_check(self) -> None:
         if self.turn_check is not None:
@@ -159,6 +173,19 @@ class Listening(State):
             task = asyncio.create_task(asr.transcribe(resample(audio, rate, asr.sample_rate)), name="asr:speculative")
             self.speculation = Speculation(ep.speech_end, task)
             log.debug("speculative transcription started", audio_s=round(len(audio) / rate, 2))
+
+    def _warm_llm(self) -> None:
+        """Once the speculative transcript is in, the LLM may evaluate its prompt before the endpoint."""
+        s, spec = self.session, self.speculation
+        if spec is None or spec.warmed or not spec.task.done() or not s.cfg.llm.prefill:
+            return
+        spec.warmed = True
+        if spec.task.cancelled() or spec.task.exception() is not None:
+            return
+        text = spec.task.result().strip()
+        if s.cfg.wake.mode == "keyword":
+            text = strip_wake_words(text, s.cfg.wake.keywords)
+        s.responder.warm(text)
 
     def _take_speculation(self) -> Speculation | None:
         spec, self.speculation = self.speculation, None

@@ -166,3 +166,23 @@ async def test_the_system_prompt_is_evaluated_once_and_its_state_restored(llm: L
     reply = "".join(await collect(llm, QUESTION))
     assert len(HAN.findall(reply)) >= 2, reply
     assert llm._worker.call(llm.system_prompt_cached)  # loaded back, and the reply followed it
+
+
+async def test_a_prefilled_prompt_is_in_the_cache_and_the_reply_is_the_same(llm: LlamaLlm) -> None:
+    question = "北京是哪个国家的首都？"
+    plain = "".join(await collect(llm, question))
+    llm.history.clear()
+    llm.prefill(question)
+    prompt = llm.history.messages(llm.system_prompt, question, llm.examples)
+
+    def cached() -> int:
+        model = llm._model
+        assert model is not None
+        tokens = model.tokenize(llm._format(model, prompt).encode(), add_bos=False, special=True)
+        return model.n_tokens if list(model.input_ids[: model.n_tokens]) == tokens[:-1] else -1
+
+    assert llm._worker.call(cached) > 0  # queued behind the prefill: all but the last prompt token are in
+    assert "".join(await collect(llm, question)) == plain
+    llm.history.clear()
+    llm.prefill("完全不同的问题是什么？")  # a prompt that is not asked costs nothing but its evaluation
+    assert "".join(await collect(llm, question)) == plain
