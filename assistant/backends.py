@@ -182,6 +182,6 @@ def turn(cfg: Config, assets: Assets) -> Turn | None:
 def conversation(cfg: Config) -> Backends:
     """Everything a conversation needs (the KWS only when waiting for a wake word)."""
     a = assets_for(cfg)
-    gate = CoreGate() if cfg.tts.first_audio_alone else None
+    gate = CoreGate() if cfg.tts.llm_waits != "never" else None
     return Backends(vad=vad(cfg, a), asr=asr(cfg, a), llm=llm(cfg, a, gate), tts=tts(cfg, a), kws=kws(cfg, a),
                     turn=turn(cfg, a), cores=gate)

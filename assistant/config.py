@@ -56,12 +56,12 @@ class VadConfig:
     long_utterance_ms: int = _opt(5000, "Speech longer than this ends after long_endpoint_silence_ms.",
                                   lo=0, hi=60000)
     long_endpoint_silence_ms: int = _opt(450, "Endpoint silence after a long utterance.", lo=100, hi=3000)
-    speculative_silence_ms: int = _opt(100, "Silence after which the ASR starts on the speech so far (0: off).",
+    speculative_silence_ms: int = _opt(64, "Silence after which the ASR starts on the speech so far (0: off).",
                                        lo=0, hi=3000)
     noise_guard: bool = _opt(True, "Refuse an onset that is a sudden rise of flat-spectrum noise (door, fan, hiss).")
     turn_model: bool = _opt(True, "Smart Turn hears whether the speaker has finished; the silence endpoint is the "
                                   "fallback.")
-    turn_check_ms: int = _opt(200, "Silence after which (and after each further such stretch) Smart Turn is asked.",
+    turn_check_ms: int = _opt(100, "Silence after which (and after each further such stretch) Smart Turn is asked.",
                               lo=50, hi=2000)
     turn_min_silence_ms: int = _opt(200, "With Smart Turn: the least silence that ends a turn it heard finished.",
                                     lo=0, hi=2000)
@@ -273,8 +273,9 @@ class TtsConfig:
                                "zm_yunjian", "zm_yunxi", "zm_yunxia", "zm_yunyang"))
     threads: int = _opt(2, "CPU threads for speech synthesis.", lo=1, hi=8)
     speed: float = _opt(1.0, "Speaking rate (1.0 is normal).", lo=0.5, hi=2.0)
-    first_audio_alone: bool = _opt(True, "The LLM waits between tokens while a reply's first audio is made "
-                                         "(they share the cores).")
+    llm_waits: str = _opt("always", "When the LLM waits between tokens so the TTS has the cores: 'never', "
+                                         "'first_audio' (while a reply's first sound is made) or 'always' "
+                                         "(whenever the TTS renders).", choices=("never", "first_audio", "always"))
     voiced_only: bool = _opt(True, "Kokoro: render only the voiced frames (not the start token's 0.4 s of silence).")
     first_frames: int = _opt(16, "Kokoro: frames (25 ms each) of a text's first piece decoded and played before the "
                                  "rest (0: off).", lo=0, hi=200)

@@ -48,7 +48,8 @@ class PipelineOptions:
     period_pause_ms: int = 300
     trim_tail: bool = True
     whole_reply: bool = False
-    early_first: bool = False
+    early_first: bool = False  # each chunk's first piece goes to the sink at once (the TTS speaks it early)
+    tts_first: bool = False  # the LLM waits whenever the TTS renders, not only for the first sound
 
     @classmethod
     def from_config(cls, cfg: Config) -> PipelineOptions:
@@ -56,7 +57,8 @@ class PipelineOptions:
         return cls(first_chunk_max=t.first_chunk_max, chunk_max=t.chunk_max, chunk_growth=t.chunk_growth,
                    lookahead=t.lookahead_chunks,
                    comma_pause_ms=t.comma_pause_ms, period_pause_ms=t.period_pause_ms, trim_tail=t.trim_tail,
-                   whole_reply=not t.streaming, early_first=cfg.models.tts == "kokoro" and t.first_frames > 0)
+                   whole_reply=not t.streaming, early_first=cfg.models.tts == "kokoro" and t.first_frames > 0,
+                   tts_first=t.llm_waits == "always")
 
 
 class FixedText:
@@ -138,14 +140,12 @@ class SpeechPipeline:
 
     async def _synthesize(self) -> None:
         clock = self.bus.clock
-        first = True
         while (text := await self._texts.get()) is not None:
             synth_s = audio_s = 0.0
-            pieces = self._pieces(text, early=first and self.options.early_first)
-            first = False
+            pieces = self._pieces(text, early=self.options.early_first)
             while True:
                 started = clock.now()
-                gate = self.cores if not self.playback_started and audio_s == 0 else None  # the reply's first sound
+                gate = self.cores if self.options.tts_first or (not self.playback_started and audio_s == 0) else None
                 with gate.hold() if gate is not None else nullcontext():
                     audio = await anext(pieces, None)
                 synth_s += clock.now() - started

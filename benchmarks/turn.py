@@ -59,6 +59,7 @@ REQUESTS = {  # name: recording (all real Mandarin speech, 16 kHz)
 LEAD_S, TAIL_S = 0.5, 7.0
 NAIVE_END_SILENCE_S = 0.5
 PARTS = ("endpoint_wait", "asr_after_endpoint", "llm_first_clause", "tts_first_audio", "total")
+GAPS = ("max_gap", "underruns")
 
 
 @dataclass
@@ -69,6 +70,7 @@ class Turn:
     transcript: str = ""
     reply: str = ""
     note: str = ""
+    gaps: dict[str, float] | None = None  # playback running dry after the first sound (Tingshuo only)
 
 
 def padded(path: Path, rate: int) -> np.ndarray:
@@ -123,9 +125,12 @@ async def tingshuo(cfg: config.Config, models: Any, name: str, audio: np.ndarray
     models.vad.reset()
     models.llm.history.clear()
     tools = backends.tools(cfg, data_dir=out / name)
-    await replay(cfg, audio, out / name, models, realtime=True, subscribers=[keep], tools=tools)
+    summary = await replay(cfg, audio, out / name, models, realtime=True, subscribers=[keep], tools=tools)
     parts, heard, reply, note = parts_of(records, speech_end)
-    return Turn(name, speech_end, parts, heard, reply, note)
+    spoken = [t for t in summary["turns"] if t["first_audio_t"] is not None]
+    gaps = {"max_gap": max((t["max_gap_s"] or 0.0 for t in spoken), default=0.0),
+            "underruns": float(sum(t["underruns"] for t in spoken))}
+    return Turn(name, speech_end, parts, heard, reply, note, gaps)
 
 
 async def naive(cfg: config.Config, models: Any, asr30: Any, tts: Any, name: str, audio: np.ndarray,
@@ -162,10 +167,14 @@ def pct(values: list[float], q: float) -> float:
 
 
 def table(title: str, turns: list[Turn]) -> str:
-    header = " | ".join(p.replace("_", " ") for p in PARTS)
-    lines = [f"### {title}", "", f"| recording | {header} | heard → reply |", "|---|" + "---|" * (len(PARTS) + 1)]
+    gaps = all(t.gaps is not None for t in turns)
+    header = " | ".join(p.replace("_", " ") for p in PARTS) + (" | max gap | underruns" if gaps else "")
+    columns = len(PARTS) + 1 + (2 if gaps else 0)
+    lines = [f"### {title}", "", f"| recording | {header} | heard → reply |", "|---|" + "---|" * columns]
     for t in turns:
         cells = ["—" if t.parts[p] is None else f"{t.parts[p]:.3f}" for p in PARTS]
+        if t.gaps is not None:
+            cells += [f"{t.gaps['max_gap']:.3f}", f"{t.gaps['underruns']:.0f}"]
         said = f"{t.transcript} → {t.reply[:24]}" + (f" ({t.note})" if t.note else "")
         lines.append(f"| {t.name} | " + " | ".join(cells) + f" | {said} |")
     for label, q in (("p50", 0.5), ("p95", 0.95)):
@@ -173,6 +182,9 @@ def table(title: str, turns: list[Turn]) -> str:
         for p in PARTS:
             vals = [t.parts[p] for t in turns if t.parts[p] is not None]
             cells.append(f"{(statistics.median(vals) if q == 0.5 else pct(vals, q)):.3f}" if vals else "—")
+        if gaps:
+            g = [t.gaps["max_gap"] for t in turns if t.gaps is not None]
+            cells += [f"{(statistics.median(g) if q == 0.5 else pct(g, q)):.3f}", ""]
         lines.append(f"| **{label}** | " + " | ".join(cells) + " | |")
     return "\n".join(lines)
 

@@ -140,3 +140,10 @@ async def test_a_failing_turn_model_leaves_the_silence_to_decide(run_replay):
     broken = ScriptedTurn(0.9, error=RuntimeError("onnxruntime fell over"))
     wait = await endpoint_wait(run_replay, broken, "vad.turn_max_silence_ms=700")
     assert broken.heard and 0.7 <= wait < 0.8
+
+
+async def test_a_turn_heard_finished_early_still_waits_for_the_least_silence(run_replay):
+    finished = ScriptedTurn(0.9)
+    wait = await endpoint_wait(run_replay, finished, "vad.turn_check_ms=100", "vad.turn_min_silence_ms=300")
+    assert len(finished.heard) == 1  # asked once, at 100 ms: not again while waiting for the 300 ms
+    assert 0.3 <= wait < 0.4
