@@ -142,7 +142,7 @@ class SpeechPipeline:
         clock = self.bus.clock
         while (text := await self._texts.get()) is not None:
             synth_s = audio_s = 0.0
-            pieces = self._pieces(text, early=self.options.early_first)
+            pieces = self._pieces(text)
             while True:
                 started = clock.now()
                 gate = self.cores if self.options.tts_first or (not self.playback_started and audio_s == 0) else None
@@ -157,11 +157,11 @@ class SpeechPipeline:
             await self._audio.put((text, None))
         await self._audio.put(None)
 
-    async def _pieces(self, text: str, *, early: bool) -> AsyncIterator[Samples]:
-        """The chunk's audio, cleaned, as the TTS makes it: with ``early``, its first piece goes to the
+    async def _pieces(self, text: str) -> AsyncIterator[Samples]:
+        """The chunk's audio, cleaned, as the TTS makes it: with ``early_first``, its first piece goes to the
         sink at once (all but the last few ms, kept to fade out if nothing follows); later pieces wait
         for the next, so the last one can have its tail trimmed."""
-        rate = self.tts.sample_rate
+        rate, early = self.tts.sample_rate, self.options.early_first
         if self.cache is not None and (hit := self.cache.get(text)) is not None:
             yield self._clean(text, resample(hit[0], hit[1], rate), head=True, tail=True)
             return

@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from assistant import app, backends, config, logs  # noqa: E402
 from assistant.audio.wav import read_wav, resample  # noqa: E402
+from assistant.events import to_record  # noqa: E402
 from assistant.replay import replay  # noqa: E402
 from assistant.respond import for_config  # noqa: E402
 from models.kokoro_tts import clauses  # noqa: E402
@@ -119,7 +120,6 @@ async def tingshuo(cfg: config.Config, models: Any, name: str, audio: np.ndarray
     records: list[dict[str, Any]] = []
 
     def keep(t: float, event: Any) -> None:
-        from assistant.events import to_record
         records.append(to_record(t, event))
 
     models.vad.reset()

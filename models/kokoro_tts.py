@@ -151,6 +151,7 @@ class KokoroTts:
         self._worker = Worker("tts")
         self._front: Any = None  # onnxruntime.InferenceSession of the front, used only on the worker
         self._decoder: Any = None  # ... and of the decoder
+        self._front_names: list[str] = []
         self._vocab: dict[str, int] = {}
         self._voice = np.zeros((STYLE_ROWS, 1, STYLE_DIM), np.float32)
         self._g2p: Callable[[str], tuple[str, Any]] | None = None
@@ -185,6 +186,7 @@ class KokoroTts:
             self._decoder = ort.InferenceSession(decoder, options, providers=["CPUExecutionProvider"])
         except Exception as exc:
             raise ModelError(f"tts: onnxruntime could not load {self.model_path}: {exc}") from None
+        self._front_names = [o.name for o in self._front.get_outputs()]
         found = {i.name: i.type for i in self._front.get_inputs()}
         if found != INPUTS:
             raise ModelError(f"tts: {self.model_path} is not a Kokoro v1.0 export (inputs {found})")
@@ -225,7 +227,7 @@ class KokoroTts:
                     early = await self._worker.run(self._decode, front, s.start, s.voice + head, options)
                     if early is None:
                         return
-                    early = ks.played(early, ks.Span(s.start, s.voice, s.voice + head))
+                    early = ks.played(early, s)
                     yield early[: early.size - ks.FADE]
                 whole = await self._worker.run(self._decode, front, s.start, s.end, options)
                 if whole is None:
@@ -258,14 +260,13 @@ class KokoroTts:
         style = self._voice[min(len(ids) - 1, STYLE_ROWS - 1)]
         feed = {"tokens": np.array([[0, *ids, 0]], np.int64), "style": style,
                 "speed": np.array([self.speed], np.float32)}
-        names = [o.name for o in self._front.get_outputs()]
         try:
-            outputs = self._front.run(names, feed, options)
+            outputs = self._front.run(self._front_names, feed, options)
         except Exception as exc:
             if options.terminate:
                 return None
             raise ModelError(f"tts: kokoro failed on {len(ids)} phonemes: {exc}") from None
-        return ks.front_of(outputs, names, style)
+        return ks.front_of(outputs, self._front_names, style)
 
     def _decode(self, front: ks.Front, start: int, end: int, options: Any) -> Samples | None:
         """Frames ``start``–``end`` rendered; None if it was stopped."""

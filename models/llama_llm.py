@@ -126,8 +126,7 @@ class LlamaLlm:
         """The tokens every prompt starts with: the system prompt and the user turn's header."""
         a = model.tokenize(self._prompt_text(model, "甲").encode(), add_bos=False, special=True)
         b = model.tokenize(self._prompt_text(model, "乙").encode(), add_bos=False, special=True)
-        n = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
-        return list(a[:n])
+        return list(a[:_shared(a, b)])
 
     def _prompt_text(self, model: Llama, text: str) -> str:
         return self._format(model, History(0).messages(self.system_prompt, text, self.examples))
@@ -179,10 +178,8 @@ class LlamaLlm:
         if not self.system_prompt_cached():
             model.load_state(self._system_state)
         tokens = model.tokenize(self._format(model, messages).encode(), add_bos=False, special=True)
-        cached = list(model.input_ids[: model.n_tokens])
-        shared = next((i for i, (a, b) in enumerate(zip(cached, tokens, strict=False)) if a != b),
-                      min(len(cached), len(tokens)))
-        keep = min(shared, len(tokens) - 1)  # the last token is left for the reply to evaluate
+        # what the KV cache already holds of this prompt; the last token is left for the reply to evaluate
+        keep = min(_shared(list(model.input_ids[: model.n_tokens]), tokens), len(tokens) - 1)
         model.n_tokens = keep  # eval() drops the KV cache from here on
         try:
             model.eval(tokens[keep:-1])
@@ -255,3 +252,8 @@ class LlamaLlm:
         stream, self._stream = self._stream, None
         if stream is not None:
             cast(Any, stream).close()
+
+
+def _shared(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many tokens ``a`` and ``b`` share from the start."""
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))

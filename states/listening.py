@@ -27,11 +27,12 @@ import structlog
 from assistant.audio.protocols import Samples
 from assistant.audio.wav import resample
 from assistant.events import SpeechEnded, SpeechStarted
-from assistant.text.wake import strip_wake_words
 from states.endpointer import Endpointer, Utterance
 from states.state import State, VadWindow
 
 log = structlog.get_logger("listening")
+
+TURN_WINDOW_S = 8  # what a turn model hears at most (Smart Turn: the last 8 s)
 
 
 @dataclass
@@ -123,8 +124,8 @@ class Listening(State):
             return
         self._drop_turn_check()
         rate = s.cfg.audio.sample_rate
-        audio = resample(s.history.slice(ep.onset - s.cfg.vad.preroll_ms * rate // 1000, s.clock.samples),
-                         rate, turn.sample_rate)
+        start = max(ep.onset - s.cfg.vad.preroll_ms * rate // 1000, s.clock.samples - TURN_WINDOW_S * rate)
+        audio = resample(s.history.slice(start, s.clock.samples), rate, turn.sample_rate)
         task = asyncio.create_task(turn.complete(audio), name="turn:check")
         self.turn_check = TurnCheck(ep.speech_end, ep.silence, task)
 
@@ -182,10 +183,7 @@ class Listening(State):
         spec.warmed = True
         if spec.task.cancelled() or spec.task.exception() is not None:
             return
-        text = spec.task.result().strip()
-        if s.cfg.wake.mode == "keyword":
-            text = strip_wake_words(text, s.cfg.wake.keywords)
-        s.responder.warm(text)
+        s.responder.warm(s.request_text(spec.task.result().strip()))
 
     def _take_speculation(self) -> Speculation | None:
         spec, self.speculation = self.speculation, None

@@ -23,7 +23,6 @@ from assistant.events import EchoIgnored, Error, PlaybackFinished, ToolAnswered,
 from assistant.pipeline import FixedText, PipelineOptions, SpeechPipeline
 from assistant.tasks import TaskScope
 from assistant.text.echo_match import is_echo, match, syllables
-from assistant.text.wake import strip_wake_words
 
 if TYPE_CHECKING:
     from models.protocols import Llm
@@ -60,9 +59,7 @@ class Reply:
         s = self.session
         try:
             heard = await self._transcribe(utterance)
-            text = heard
-            if s.cfg.wake.mode == "keyword":
-                text = strip_wake_words(heard, s.cfg.wake.keywords)
+            text = s.request_text(heard)
             if text != heard:
                 log.debug("wake word taken off the transcript", heard=heard)
             s.bus.publish(Transcript(text=text))

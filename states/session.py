@@ -26,6 +26,7 @@ from assistant.clock import SampleClock
 from assistant.config import Config
 from assistant.events import EchoCancelled, Event, EventBus, NoiseRejected, PlaybackFinished, StateChanged, TextChunk
 from assistant.phrase_cache import PhraseCache
+from assistant.text.wake import strip_wake_words
 from models.cores import CoreGate
 from models.protocols import Asr, Kws, Llm, ModelError, Tts, Turn, Vad
 from states import machine
@@ -136,6 +137,12 @@ class Session:
         A request from an ``owner`` that has been stopped meanwhile (an interrupted reply) is dropped.
         """
         self._requests.append((trigger, owner, kwargs))
+
+    def request_text(self, heard: str) -> str:
+        """What was asked in transcript ``heard``: without the wake word at its front (keyword mode)."""
+        if self.cfg.wake.mode == "keyword":
+            return strip_wake_words(heard, self.cfg.wake.keywords)
+        return heard
 
     def new_turn(self) -> None:
         """A request begins (listening entered): log lines carry its turn_id until idle."""
