@@ -182,6 +182,13 @@ def turn(cfg: Config, assets: Assets) -> Turn | None:
 def conversation(cfg: Config) -> Backends:
     """Everything a conversation needs (the KWS only when waiting for a wake word)."""
     a = assets_for(cfg)
+    if cfg.worker.process:  # the ASR, LLM and TTS in a worker process; the ears stay here
+        from assistant.worker.process import InferenceProcess
+        from assistant.worker.remote import RemoteAsr, RemoteLlm, RemoteTts
+
+        worker = InferenceProcess(cfg)
+        return Backends(vad=vad(cfg, a), asr=RemoteAsr(worker), llm=RemoteLlm(worker, cfg.llm.history_turns),
+                        tts=RemoteTts(worker), kws=kws(cfg, a), turn=turn(cfg, a), cores=worker.cores, worker=worker)
     gate = CoreGate() if cfg.tts.llm_waits != "never" else None
     return Backends(vad=vad(cfg, a), asr=asr(cfg, a), llm=llm(cfg, a, gate), tts=tts(cfg, a), kws=kws(cfg, a),
                     turn=turn(cfg, a), cores=gate)

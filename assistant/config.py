@@ -293,6 +293,17 @@ class TtsConfig:
 
 
 @dataclass(frozen=True)
+class WorkerConfig:
+    process: bool = _opt(True, "Run the ASR, LLM and TTS in a worker process of their own: if it crashes or "
+                               "hangs, it is restarted and the session keeps listening.")
+    call_timeout_s: float = _opt(20.0, "A worker that gives no answer to a call for this long is taken as hung, "
+                                       "killed and restarted.", lo=1.0, hi=600.0)
+    restart_backoff_s: float = _opt(1.0, "Wait before restarting a lost worker; doubled for each loss in a row.",
+                                    lo=0.0, hi=60.0)
+    restart_backoff_max_s: float = _opt(30.0, "Longest wait before a restart.", lo=1.0, hi=600.0)
+
+
+@dataclass(frozen=True)
 class LogConfig:
     level: str = _opt("info", "Log level.", choices=("debug", "info", "warning", "error"))
     format: str = _opt("console", "'console' for people, 'json' for machines.", choices=("console", "json"))
@@ -320,6 +331,7 @@ class Config:
     asr: AsrConfig = field(default_factory=AsrConfig)
     llm: LlmConfig = field(default_factory=LlmConfig)
     tts: TtsConfig = field(default_factory=TtsConfig)
+    worker: WorkerConfig = field(default_factory=WorkerConfig)
     log: LogConfig = field(default_factory=LogConfig)
     base_dir: Path = field(default=Path("."), metadata={"internal": True})
 

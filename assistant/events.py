@@ -169,6 +169,31 @@ class NoiseRejected(Event):
 
 
 @dataclass(frozen=True)
+class WorkerStarted(Event):
+    """The inference worker process (ASR, LLM, TTS) has loaded its models and answers."""
+
+    type: ClassVar[str] = "worker_started"
+    pid: int
+
+
+@dataclass(frozen=True)
+class WorkerLost(Event):
+    """The inference worker died or stopped answering; calls in flight failed, a restart follows."""
+
+    type: ClassVar[str] = "worker_lost"
+    reason: str
+
+
+@dataclass(frozen=True)
+class WorkerRestarted(Event):
+    """A new worker answers after one was lost: why it was lost and how long there was none."""
+
+    type: ClassVar[str] = "worker_restarted"
+    reason: str
+    down_s: float
+
+
+@dataclass(frozen=True)
 class Error(Event):
     type: ClassVar[str] = "error"
     stage: str

@@ -77,6 +77,25 @@ class FixedText:
         yield self.text
 
 
+class Recording:
+    """Audio made earlier, in place of the TTS (the apology said while there is no worker to speak).
+
+    It can say one thing only: give it to a pipeline with ``whole_reply``, whose one chunk is that text.
+    """
+
+    def __init__(self, audio: Samples, sample_rate: int) -> None:
+        self.audio, self.sample_rate = audio, sample_rate
+
+    def load(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    async def synthesize(self, text: str) -> AsyncIterator[Samples]:
+        yield self.audio
+
+
 class SpeechPipeline:
     """One reply's text-to-speech pipeline; ``run()`` returns when the last chunk has been queued."""
 

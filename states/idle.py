@@ -42,9 +42,10 @@ class Idle(State):
 
     async def on_audio(self, chunk: Samples, windows: list[VadWindow]) -> None:
         s = self.session
-        if s.tools is not None and s.clock.samples >= self.next_reminder_check:
+        if s.tools is not None and s.clock.samples >= self.next_reminder_check and s.can_speak():
             self.next_reminder_check = s.clock.samples + s.cfg.audio.sample_rate  # once a second
-            if (text := s.tools.due_announcement()) is not None:
+            text, s.unsaid = s.unsaid or s.tools.due_announcement(), None
+            if text is not None:
                 await s.fire("remind", text=text)
                 return
         for w in windows:

@@ -13,6 +13,7 @@ stop, then report ``PlaybackFinished(interrupted=True)``.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import structlog
@@ -20,12 +21,13 @@ import structlog
 from assistant.audio.protocols import Samples
 from assistant.audio.wav import resample
 from assistant.events import EchoIgnored, Error, PlaybackFinished, ToolAnswered, Transcript
-from assistant.pipeline import FixedText, PipelineOptions, SpeechPipeline
+from assistant.pipeline import FixedText, PipelineOptions, Recording, SpeechPipeline
 from assistant.tasks import TaskScope
 from assistant.text.echo_match import is_echo, match, syllables
+from assistant.worker.process import APOLOGY, WorkerLost
 
 if TYPE_CHECKING:
-    from models.protocols import Llm
+    from models.protocols import Llm, Tts
     from states.listening import Speculation
     from states.session import Session
 
@@ -88,6 +90,8 @@ class Reply:
             await self._speak(answer.source, answer.text)
         except asyncio.CancelledError:
             raise
+        except WorkerLost as exc:
+            await self._apologize(exc)
         except Exception as exc:
             self._failed(exc)
 
@@ -102,14 +106,38 @@ class Reply:
             await self._speak(FixedText(text), "")
         except asyncio.CancelledError:
             raise
+        except WorkerLost as exc:
+            self.session.unsaid = text  # said again once there is a worker to say it
+            await self._apologize(exc)
         except Exception as exc:
             self._failed(exc)
 
-    async def _speak(self, source: Llm, question: str) -> None:
+    async def _apologize(self, exc: WorkerLost) -> None:
+        """The worker was lost mid-reply: say so in its voice, recorded when it started, and listen on."""
+        s = self.session
+        log.error("the worker was lost", stage=self.stage, error=str(exc))
+        s.bus.publish(Error(stage=self.stage, message=str(exc)))
+        worker = s.models.worker
+        if worker is None or not worker.apology.size:
+            s.request("error", owner=self)
+            return
+        if self.stage != "reply":
+            s.reply_started()
+        self.stage = "reply"
+        try:
+            await self._speak(FixedText(APOLOGY), "", Recording(worker.apology, worker.rates["tts"]))
+        except asyncio.CancelledError:
+            raise
+        except Exception as again:
+            self._failed(again)
+
+    async def _speak(self, source: Llm, question: str, tts: Tts | None = None) -> None:
         """The reply from ``source`` through the speech pipeline, then wait for it to be heard."""
         s = self.session
         options = PipelineOptions.from_config(s.cfg)
-        self.pipeline = SpeechPipeline(source, s.models.tts, s.sink, s.bus, options, self._first_audio,
+        if tts is not None:
+            options = replace(options, whole_reply=True, early_first=False)  # one recording: one chunk
+        self.pipeline = SpeechPipeline(source, tts or s.models.tts, s.sink, s.bus, options, self._first_audio,
                                        cache=s.phrase_cache, cores=s.models.cores)
         try:
             await self.pipeline.run(question)

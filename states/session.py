@@ -40,6 +40,7 @@ from states.thinking import Thinking
 
 if TYPE_CHECKING:
     from assistant.tools.answers import Tools
+    from assistant.worker.process import InferenceProcess
 
 log = structlog.get_logger("session")
 
@@ -62,6 +63,7 @@ class Backends:
     kws: Kws | None = None
     turn: Turn | None = None  # the end-of-turn model, if endpointing uses one
     cores: CoreGate | None = None  # held while a reply's first audio is made (the LLM waits meanwhile)
+    worker: InferenceProcess | None = None  # the process the ASR, LLM and TTS run in, if not this one
 
 
 class Session:
@@ -98,6 +100,7 @@ class Session:
         self._vad_windows = 0
         self._requests: deque[tuple[str, Requester | None, dict[str, Any]]] = deque()
         self.reply: Reply | None = None
+        self.unsaid: str | None = None  # a reminder whose announcement the worker's loss cut off
         self.state_since = 0
         self.states: dict[str, State] = {
             s.name: s for s in (Idle(self), Listening(self), Thinking(self), Speaking(self))}
@@ -155,6 +158,8 @@ class Session:
     # -- the pump -------------------------------------------------------------------------------
     async def run(self) -> None:
         """Pump the microphone through the machine until the source ends."""
+        if self.models.worker is not None:
+            self.models.worker.attach(self.bus.publish)
         await self.states[self.state].enter("start", {})
         try:
             async for mic in self.source.chunks():
@@ -174,6 +179,8 @@ class Session:
                 await self._check_watchdog()
         finally:
             await self.states[self.state].exit("stop")
+            if self.models.worker is not None:
+                self.models.worker.detach()
             if self.echo is not None:
                 st = self.echo.stats
                 self.bus.publish(EchoCancelled(chunks=st.chunks, echo_chunks=st.echo_chunks,
@@ -193,6 +200,10 @@ class Session:
             self.spoken[-1].append(event.text)
         elif isinstance(event, PlaybackFinished):
             self.playing, self.playback_end = False, self.clock.samples
+
+    def can_speak(self) -> bool:
+        """The TTS is there to say something (not while its worker process restarts)."""
+        return self.models.worker is None or self.models.worker.up
 
     def reply_started(self) -> None:
         """A new reply: what it says is collected for the echo checks."""

@@ -1,0 +1,178 @@
+"""The ASR, LLM and TTS in their own process: the same answers as in-process, and a session that stays up
+when the worker is killed or hangs (real models, real recordings)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from assistant import backends
+from assistant.config import Config
+from assistant.events import LlmFirstToken, WorkerLost as LostEvent, WorkerRestarted, WorkerStarted
+from assistant.replay import replay
+from assistant.worker.process import InferenceProcess, WorkerLost
+from assistant.worker.remote import RemoteAsr, RemoteLlm, RemoteTts
+from models.protocols import ModelError
+from states.session import Backends
+from tests.conftest import RATE, make_config, real, says, session_of, silence
+
+pytestmark = pytest.mark.slow
+
+FAST = ("worker.restart_backoff_s=0", "tts.phrase_cache=false")
+
+
+def worker_config(*overrides: str) -> Config:
+    return make_config(*FAST, *overrides)
+
+
+@pytest.fixture(scope="module")
+def worker() -> Iterator[InferenceProcess]:
+    w = InferenceProcess(worker_config())
+    w.start()
+    yield w
+    w.close()
+
+
+def remotes(w: InferenceProcess) -> tuple[RemoteAsr, RemoteLlm, RemoteTts]:
+    asr, llm, tts = RemoteAsr(w), RemoteLlm(w, 2), RemoteTts(w)
+    for model in (asr, llm, tts):
+        model.load()  # the worker is running: nothing more is started
+    return asr, llm, tts
+
+
+def back_up(w: InferenceProcess, within_s: float = 120.0) -> None:
+    deadline = time.monotonic() + within_s
+    while not w.up:
+        assert time.monotonic() < deadline, "the worker was not restarted"
+        time.sleep(0.1)
+
+
+async def test_the_models_answer_across_the_process_boundary(worker: InferenceProcess) -> None:
+    asr, llm, tts = remotes(worker)
+    assert worker.pid != os.getpid() and (asr.sample_rate, tts.sample_rate) == (16000, 24000)
+    heard = await asr.transcribe(real("ask_who_are_you.wav"))
+    assert says(heard, "名字"), heard
+    reply = "".join([piece async for piece in llm.reply("你好")])
+    assert reply.strip()
+    assert llm.history.exchanges == [("你好", reply)]  # the conversation is kept on this side
+    audio = [piece async for piece in tts.synthesize("今天挺好的。")]
+    assert len(audio) == 2 and all(a.dtype == np.float32 for a in audio)  # the early first frames, then the rest
+    assert sum(a.size for a in audio) > 0.5 * tts.sample_rate
+    assert worker.apology.size > 1.0 * tts.sample_rate  # said when the worker is lost
+
+
+async def test_a_model_error_in_the_worker_is_the_callers_error(worker: InferenceProcess) -> None:
+    with pytest.raises(ModelError, match="no call"):
+        await worker.call("asr", "no_such_method")
+    assert worker.up  # a failed call is not a lost worker
+
+
+async def test_stop_ends_a_reply_in_flight(worker: InferenceProcess) -> None:
+    _, llm, _ = remotes(worker)
+    pieces = []
+    async for piece in llm.reply("请详细介绍一下中国的历史，从古代一直讲到现代。"):
+        pieces.append(piece)
+        if len(pieces) == 3:
+            llm.stop()  # read by the worker at once, whatever it is doing
+    assert 3 <= len(pieces) <= 6  # a piece or two already on its way, then nothing
+
+
+async def test_a_cancelled_call_leaves_the_worker_free(worker: InferenceProcess) -> None:
+    asr, _, _ = remotes(worker)
+    long = session_of(*[real("ask_who_are_you.wav")] * 6)
+    job = asyncio.create_task(asr.transcribe(long))
+    await asyncio.sleep(0.1)
+    job.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await job
+    assert says(await asr.transcribe(real("ask_who_are_you.wav")), "名字")
+
+
+async def test_a_killed_worker_fails_its_calls_and_is_restarted(worker: InferenceProcess) -> None:
+    asr, _, _ = remotes(worker)
+    first = worker.pid
+    assert first is not None
+    job = asyncio.create_task(asr.transcribe(session_of(*[real("ask_who_are_you.wav")] * 6)))
+    await asyncio.sleep(0.2)
+    os.kill(first, signal.SIGKILL)
+    with pytest.raises(WorkerLost, match="exited"):
+        await job
+    await asyncio.to_thread(back_up, worker)
+    assert worker.pid != first
+    assert says(await asr.transcribe(real("ask_who_are_you.wav")), "名字")
+
+
+async def test_a_hung_worker_is_killed_after_the_call_timeout_and_restarted() -> None:
+    w = InferenceProcess(worker_config("worker.call_timeout_s=2"))
+    w.start()
+    try:
+        asr, _, _ = remotes(w)
+        hung = w.pid
+        assert hung is not None
+        os.kill(hung, signal.SIGSTOP)
+        started = time.monotonic()
+        with pytest.raises(WorkerLost, match="no answer to asr.transcribe in 2 s"):
+            await asr.transcribe(real("ask_who_are_you.wav"))
+        assert time.monotonic() - started < 10  # not stuck: the timeout, then the kill
+        await asyncio.to_thread(back_up, w)
+        assert w.pid != hung
+        assert says(await asr.transcribe(real("ask_who_are_you.wav")), "名字")
+    finally:
+        w.close()
+
+
+def test_a_worker_that_cannot_load_is_one_clear_error(tmp_path: Path) -> None:
+    w = InferenceProcess(worker_config("models.llm='rkllm'", f"rkllm.library='{tmp_path}/none.so'"))
+    with pytest.raises(ModelError) as err:
+        w.start()
+    assert "none.so" in str(err.value) and "\n" not in str(err.value)
+    assert not w.up
+
+
+async def test_a_session_whose_worker_is_killed_mid_reply_apologizes_and_answers_the_next_request(
+        tmp_path: Path, vad: Any) -> None:
+    """The issue's check: a realtime replay whose worker is SIGKILLed during the first of two requests."""
+    cfg = worker_config("barge_in.enabled=false")
+    models = backends.conversation(cfg)
+    assert models.worker is not None
+    w = models.worker
+    models = Backends(vad=vad, asr=models.asr, llm=models.llm, tts=models.tts, cores=models.cores, worker=w)
+    for model in (models.asr, models.llm, models.tts):
+        model.load()
+    killed: list[int] = []
+
+    def kill_at_first_token(t: float, event: object) -> None:
+        if isinstance(event, LlmFirstToken) and not killed and w.pid is not None:
+            killed.append(w.pid)
+            os.kill(w.pid, signal.SIGKILL)
+
+    # corpus 020 goes to the LLM; ask_who_are_you, 16 s later, is answered once a new worker is up
+    shared = Path(__file__).resolve().parent.parent.parent / "shared" / "audio" / "corpus" / "020.wav"
+    from assistant.audio.wav import read_wav
+
+    audio = session_of(silence(0.5), read_wav(shared, RATE), silence(16.0), real("ask_who_are_you.wav"), silence(7.0))
+    try:
+        summary = await replay(cfg, audio, tmp_path / "out", models, realtime=True,
+                               subscribers=[kill_at_first_token])
+    finally:
+        w.close()
+    events = [json.loads(line) for line in (tmp_path / "out" / "events.jsonl").read_text("utf-8").splitlines()]
+    kinds = [e["type"] for e in events]
+    assert killed and kinds.count(WorkerStarted.type) == 2, kinds
+    lost = kinds.index(LostEvent.type)
+    restarted = kinds.index(WorkerRestarted.type)
+    assert "playback_started" in kinds[lost:restarted]  # the apology, while there was no worker
+    assert events[restarted]["down_s"] > 0
+    replies = [e["text"] for e in events[restarted:] if e["type"] == "reply_text"]
+    assert replies and "听说" in replies[0]  # the second request, answered by the new worker
+    assert [e["stage"] for e in summary["errors"]] == ["reply"]  # the loss, reported once
+    assert summary["turns"][-1]["first_audio_t"] is not None
