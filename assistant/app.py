@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from assistant import systemd
 from assistant.audio.alsa import AlsaSink, AlsaSource
 from assistant.audio.protocols import AudioDeviceError, AudioSink, AudioSource
 from assistant.audio.recorder import SessionRecorder
@@ -87,7 +88,9 @@ async def run_live(cfg: Config, clock: SampleClock, source: AudioSource, sink: A
     for sig in (signal.SIGINT, signal.SIGTERM):
         with suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, source.close)
+    session.heartbeat = systemd.Heartbeat()  # WatchdogSec: pinged from the pump, so a stalled pump is restarted
     log.info("ready", wake=cfg.wake.mode, keywords=list(cfg.wake.keywords))
+    systemd.notify("READY=1")
     try:
         await session.run()
     finally:

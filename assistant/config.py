@@ -301,6 +301,8 @@ class WorkerConfig:
     restart_backoff_s: float = _opt(1.0, "Wait before restarting a lost worker; doubled for each loss in a row.",
                                     lo=0.0, hi=60.0)
     restart_backoff_max_s: float = _opt(30.0, "Longest wait before a restart.", lo=1.0, hi=600.0)
+    nice: int = _opt(0, "The worker lowers its CPU priority by this much, so audio I/O, VAD and KWS win the cores.",
+                     lo=0, hi=19)
 
 
 @dataclass(frozen=True)

@@ -101,6 +101,7 @@ class Session:
         self._requests: deque[tuple[str, Requester | None, dict[str, Any]]] = deque()
         self.reply: Reply | None = None
         self.unsaid: str | None = None  # a reminder whose announcement the worker's loss cut off
+        self.heartbeat: Callable[[], None] | None = None  # called once per chunk: the pump is alive
         self.state_since = 0
         self.states: dict[str, State] = {
             s.name: s for s in (Idle(self), Listening(self), Thinking(self), Speaking(self))}
@@ -177,6 +178,8 @@ class Session:
                     state = self.states[self.state]
                 await state.on_audio(chunk, windows)
                 await self._check_watchdog()
+                if self.heartbeat is not None:
+                    self.heartbeat()
         finally:
             await self.states[self.state].exit("stop")
             if self.models.worker is not None:

@@ -9,12 +9,14 @@ import sys
 
 import numpy as np
 
+from assistant import logs
 from assistant.audio.alsa import AlsaSink, AlsaSource
 from assistant.audio.protocols import AudioDeviceError
 from assistant.clock import SampleClock
 
 
 async def main() -> dict[str, object]:
+    logs.setup("error")  # on stderr: stdout is the JSON result (the file plugin reads faster than real time)
     clock = SampleClock(16000)
     source = AlsaSource("tscap", clock, 320)
     got = []

@@ -128,14 +128,19 @@ def test_history_returns_audio_by_absolute_sample():
     assert len(h.slice(0, 10)) == 0
 
 
-def run_on_file_plugin(folder: Path, module: str) -> subprocess.CompletedProcess[str]:
-    """Run ``module`` with ALSA devices `tscap` (capture from folder/in.raw) and `tsplay` (playback
-    into folder/out.raw) defined by the `file` plugin in folder/.asoundrc: no sound card needed."""
+def file_plugin_env(folder: Path) -> dict[str, str]:
+    """The environment for a process whose ALSA devices `tscap` and `tsplay` are folder/.asoundrc's."""
     (folder / ".asoundrc").write_text(f"""
 pcm.tscap {{ type file  slave.pcm "null"  file "/dev/null"  infile "{folder}/in.raw"  format "raw" }}
 pcm.tsplay {{ type file  slave.pcm "null"  file "{folder}/out.raw"  format "raw" }}
 """, encoding="utf-8")
-    env = {**os.environ, "HOME": str(folder), "PYTHONPATH": str(ROOT)}
+    return {**os.environ, "HOME": str(folder), "PYTHONPATH": str(ROOT)}
+
+
+def run_on_file_plugin(folder: Path, module: str) -> subprocess.CompletedProcess[str]:
+    """Run ``module`` with ALSA devices `tscap` (capture from folder/in.raw) and `tsplay` (playback
+    into folder/out.raw) defined by the `file` plugin in folder/.asoundrc: no sound card needed."""
+    env = file_plugin_env(folder)
     return subprocess.run([sys.executable, "-m", module], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=120, check=False)
 
@@ -173,3 +178,65 @@ def test_live_session_on_alsa_devices(tmp_path):
     played = np.frombuffer((tmp_path / "out.raw").read_bytes(), "<i2")
     assert len(played) >= int(1.25 * 16000)  # the whole 1.25 s reply reached the speaker
     assert np.abs(played).max() > 3000
+
+
+@pytest.mark.slow
+def test_run_on_a_capture_that_has_ended_stays_real_time_and_stops_on_sigterm(tmp_path):
+    """ALSA's `file` plugin over a `null` slave hands out silence as fast as it is read once its input
+    file has ended. `assistant run` must hold capture to real time (the session clock, the recording
+    and the CPU do not run away) and stop within a couple of seconds of SIGTERM."""
+    import signal
+    import time
+
+    from tests.conftest import real
+
+    (tmp_path / "in.raw").write_bytes((real("ask_who_are_you.wav")[:16000] * 32767).astype("<i2").tobytes())
+    from models.assets import default_store
+
+    env = {**file_plugin_env(tmp_path), "TINGSHUO_MODEL_STORE": str(default_store())}  # HOME moves, the models stay
+    log = (tmp_path / "stderr.txt").open("w")
+    proc = subprocess.Popen([sys.executable, "-m", "assistant", "run", "--record", str(tmp_path / "rec"),
+                             "--set", "audio.capture_device='tscap'", "--set", "audio.playback_device='tsplay'",
+                             "--set", "wake.mode='keyword'", "--set", "log.format='json'"],
+                            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        deadline = time.monotonic() + 180
+        while '"event": "ready"' not in (tmp_path / "stderr.txt").read_text("utf-8"):
+            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "stderr.txt").read_text("utf-8")
+            time.sleep(0.2)
+        listening = time.monotonic()
+        time.sleep(4.0)  # the input file (1 s) has long ended
+        cpu = _cpu_seconds(proc.pid)
+        time.sleep(2.0)
+        busy = _cpu_seconds(proc.pid) - cpu
+        proc.send_signal(signal.SIGTERM)
+        stopped = time.monotonic()
+        code = proc.wait(timeout=10)
+        took = time.monotonic() - stopped
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        log.close()
+    assert code == 0, (tmp_path / "stderr.txt").read_text("utf-8")[-2000:]
+    assert took < 3.0, f"stopped {took:.1f} s after SIGTERM"
+    assert busy < 1.5, f"{busy:.2f} CPU-s in 2 s of silence"  # not a core spinning (2.0)
+    (session,) = (tmp_path / "rec").iterdir()
+    recorded_s = (session / "mic.wav").stat().st_size / 32000
+    assert recorded_s < stopped - listening + 3.0, f"recorded {recorded_s:.0f} s in {stopped - listening:.0f} s"
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process and its children so far."""
+    total = 0.0
+    for p in [pid, *_children(pid)]:
+        fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        found = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+    return [int(c) for c in found] + [g for c in found for g in _children(int(c))]

@@ -25,7 +25,8 @@ def test_the_systemd_unit_runs_existing_commands_resident():
     unit.optionxform = str  # type: ignore[assignment,method-assign]
     unit.read(DEPLOY / "tingshuo.service", encoding="utf-8")
     service = unit["Service"]
-    assert service["Type"] == "simple" and service["Restart"] == "on-failure"
+    assert service["Type"] == "notify" and service["Restart"] == "on-failure"
+    assert int(service["WatchdogSec"]) >= 10 and service["MemoryMax"].endswith("G")
     lines = (DEPLOY / "tingshuo.service").read_text(encoding="utf-8").splitlines()
     environment = dict(line.removeprefix("Environment=").split("=", 1) for line in lines
                        if line.startswith("Environment="))  # a key systemd allows many times

@@ -16,8 +16,10 @@ import numpy as np
 import pytest
 
 from assistant import backends
+from assistant.audio.wav import read_wav
 from assistant.config import Config
-from assistant.events import LlmFirstToken, WorkerLost as LostEvent, WorkerRestarted, WorkerStarted
+from assistant.events import LlmFirstToken, WorkerRestarted, WorkerStarted
+from assistant.events import WorkerLost as LostEvent
 from assistant.replay import replay
 from assistant.worker.process import InferenceProcess, WorkerLost
 from assistant.worker.remote import RemoteAsr, RemoteLlm, RemoteTts
@@ -27,6 +29,7 @@ from tests.conftest import RATE, make_config, real, says, session_of, silence
 
 pytestmark = pytest.mark.slow
 
+CORPUS_020 = Path(__file__).resolve().parent.parent.parent / "shared" / "audio" / "corpus" / "020.wav"
 FAST = ("worker.restart_backoff_s=0", "tts.phrase_cache=false")
 
 
@@ -156,10 +159,8 @@ async def test_a_session_whose_worker_is_killed_mid_reply_apologizes_and_answers
             os.kill(w.pid, signal.SIGKILL)
 
     # corpus 020 goes to the LLM; ask_who_are_you, 16 s later, is answered once a new worker is up
-    shared = Path(__file__).resolve().parent.parent.parent / "shared" / "audio" / "corpus" / "020.wav"
-    from assistant.audio.wav import read_wav
-
-    audio = session_of(silence(0.5), read_wav(shared, RATE), silence(16.0), real("ask_who_are_you.wav"), silence(7.0))
+    audio = session_of(silence(0.5), read_wav(CORPUS_020, RATE), silence(16.0), real("ask_who_are_you.wav"),
+                       silence(7.0))
     try:
         summary = await replay(cfg, audio, tmp_path / "out", models, realtime=True,
                                subscribers=[kill_at_first_token])

@@ -14,6 +14,7 @@ import ctypes
 import ctypes.util
 import errno
 import threading
+import time
 from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
@@ -63,6 +64,34 @@ def _open(kind: str, device: str, rate: int, period: int, periods: int = 4) -> A
         raise AudioDeviceError(f"cannot open {kind} device {device!r} (no sound card?): {exc}") from None
 
 
+IDLE_READ_S = 0.005
+AHEAD_MAX_S = 0.5
+
+
+class _Pace:
+    """Holds capture to one second per second. A device that delivers faster than real time (ALSA's
+    ``file`` plugin once its input file has ended, over a ``null`` slave) would otherwise flood the
+    loop with chunks, run the session clock ahead and leave no room for a signal to be handled."""
+
+    def __init__(self, sample_rate: int, device: str) -> None:
+        self.sample_rate, self.device = sample_rate, device
+        self.start: float | None = None
+        self.samples = 0
+        self.warned = False
+
+    def wait(self, frames: int, stop: threading.Event) -> None:
+        now = time.monotonic()
+        if self.start is None:
+            self.start = now
+        self.samples += frames
+        ahead = self.samples / self.sample_rate - (now - self.start)
+        if ahead > AHEAD_MAX_S:
+            if not self.warned:
+                self.warned = True
+                log.warning("capture runs faster than real time: held to real time", device=self.device)
+            stop.wait(ahead)
+
+
 class AlsaSource:
     """Microphone capture: chunks of ``chunk_samples`` at ``sample_rate``, driving the clock."""
 
@@ -94,6 +123,7 @@ class AlsaSource:
     def _capture(self, loop: asyncio.AbstractEventLoop,
                  queue: asyncio.Queue[Samples | BaseException | None]) -> None:
         n, buf = self.chunk_samples, np.zeros(0, np.float32)
+        pace = _Pace(self.sample_rate, self.device)
         try:
             while not self._stop.is_set():
                 frames, data = self._pcm.read()
@@ -102,7 +132,9 @@ class AlsaSource:
                     log.warning("capture overrun recovered", device=self.device, overruns=self.overruns)
                     continue
                 if frames <= 0:
+                    self._stop.wait(IDLE_READ_S)  # a read that returns nothing at once must not spin
                     continue
+                pace.wait(frames, self._stop)
                 pcm = np.frombuffer(data, "<i2").astype(np.float32) / 32768.0
                 buf = np.concatenate([buf, pcm])
                 while len(buf) >= n:

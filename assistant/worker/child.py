@@ -40,6 +40,8 @@ def main(conn: Connection, cfg: Config, free: Flag | None, apology_text: str) ->
     """The worker process's entry point (spawned: it imports and loads everything itself)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the main process ends us
     logs.setup(cfg.log.level, cfg.log.format)
+    if cfg.worker.nice:
+        os.nice(cfg.worker.nice)  # the audio process keeps its priority; inference gives way to it
     try:
         models = _load(cfg, CoreGate(free=free) if free is not None else None)
         apology = asyncio.run(_render(models["tts"], apology_text))
