@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import time
 from collections.abc import Sequence
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from assistant import systemd
+from assistant import health, systemd
 from assistant.audio.alsa import AlsaSink, AlsaSource
 from assistant.audio.protocols import AudioDeviceError, AudioSink, AudioSource
 from assistant.audio.recorder import SessionRecorder
@@ -20,6 +21,7 @@ from assistant.clock import SampleClock
 from assistant.config import Config
 from assistant.events import EventBus, JsonlRecorder, Subscriber
 from assistant.phrase_cache import PhraseCache
+from assistant.tasks import TaskScope
 from states.session import Backends, Session
 
 if TYPE_CHECKING:
@@ -91,8 +93,13 @@ async def run_live(cfg: Config, clock: SampleClock, source: AudioSource, sink: A
     session.heartbeat = systemd.Heartbeat()  # WatchdogSec: pinged from the pump, so a stalled pump is restarted
     log.info("ready", wake=cfg.wake.mode, keywords=list(cfg.wake.keywords))
     systemd.notify("READY=1")
+    worker = backends.worker
+    watch = TaskScope("health")
+    watch.spawn(health.report_every(cfg.log.health_interval_s,
+                                    lambda: {"main": os.getpid(), "worker": worker.pid if worker else None}), "health")
     try:
         await session.run()
     finally:
+        await watch.cancel()
         if events is not None:
             events.close()

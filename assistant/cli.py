@@ -11,6 +11,7 @@ import asyncio
 import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from assistant import app, backends, budget, doctor, jobs, logs, models_cmd, tools_cmd
@@ -88,7 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         cfg = _config(args)
-        logs.setup(cfg.log.level, cfg.log.format)
+        if args.command != "run":  # a log file is for the service, not for one-shot commands
+            cfg = replace(cfg, log=replace(cfg.log, file=""))
+        logs.setup(cfg.log.level, cfg.log.format, logs.file_for(cfg))
         return COMMANDS[args.command](cfg, args)
     except USER_ERRORS as exc:
         print(f"assistant: {exc}", file=sys.stderr)

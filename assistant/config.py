@@ -8,6 +8,7 @@ the dotted key, so a typo in ``config.toml`` or ``--set`` never silently falls b
 from __future__ import annotations
 
 import dataclasses
+import os
 import tomllib
 import typing
 from dataclasses import dataclass, field
@@ -136,7 +137,8 @@ class EchoConfig:
 @dataclass(frozen=True)
 class ToolsConfig:
     enabled: bool = _opt(True, "Answer frequent commands (time, timers, todos, sums, device status) without the LLM.")
-    data_dir: str = _opt("~/.local/share/tingshuo", "Folder of the assistant's database (todos, timers, reminders).")
+    data_dir: str = _opt("", "Folder of the assistant's database (todos, timers, reminders); empty: "
+                             "$XDG_DATA_HOME/tingshuo (~/.local/share/tingshuo).", allow_empty=True)
     mixer_control: str = _opt("Master", "ALSA mixer control that volume commands change.")
     command_words: bool = _opt(True, "Also correct near-misses of the built-in command words (几店 → 几点).")
     hotwords: tuple[str, ...] = _opt((), "Command words a near-miss transcript is corrected to (客停 → 客厅).",
@@ -309,6 +311,13 @@ class WorkerConfig:
 class LogConfig:
     level: str = _opt("info", "Log level.", choices=("debug", "info", "warning", "error"))
     format: str = _opt("console", "'console' for people, 'json' for machines.", choices=("console", "json"))
+    file: str = _opt("", "`assistant run` also logs to this file (the worker to NAME-worker.log beside it); "
+                         "empty: stderr only.", allow_empty=True)
+    file_max_mb: float = _opt(2.0, "A log file is rotated at this size.", lo=0.01, hi=1000.0)
+    total_max_mb: float = _opt(20.0, "All log files together (both processes, rotated ones included) stay "
+                                     "under this.", lo=0.02, hi=10000.0)
+    health_interval_s: float = _opt(3600.0, "`assistant run` logs the RSS, open files and threads of its processes "
+                                            "this often.", lo=1.0, hi=86400.0)
 
 
 @dataclass(frozen=True)
@@ -344,7 +353,9 @@ class Config:
         return limits[state]
 
     def data_dir(self) -> Path:
-        """``tools.data_dir`` made absolute against the config file's folder."""
+        """``tools.data_dir`` made absolute against the config file's folder; by default the XDG data home's."""
+        if not self.tools.data_dir:
+            return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "tingshuo"
         p = Path(self.tools.data_dir).expanduser()
         return p if p.is_absolute() else (self.base_dir / p).resolve()
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 from pathlib import Path
 
 from models.protocols import ModelError
@@ -57,3 +58,12 @@ def package_file(package: str, relative: str) -> Path | None:
 def forget_hashes() -> None:
     """Make the next check of every file read it again (``assistant models verify``)."""
     _verified.clear()
+
+
+def runtime_dir() -> Path | None:
+    """Where short-lived files go: in RAM (``$XDG_RUNTIME_DIR``, else /dev/shm), never the SD card;
+    None if neither is writable (the system's temporary folder then)."""
+    for candidate in (os.environ.get("XDG_RUNTIME_DIR", ""), "/dev/shm"):
+        if candidate and os.access(candidate, os.W_OK | os.X_OK) and Path(candidate).is_dir():
+            return Path(candidate)
+    return None

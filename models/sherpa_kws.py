@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from models import sherpa_build
+from models.files import runtime_dir
 from models.protocols import ModelError, Samples
 from models.worker import Worker
 
@@ -66,10 +67,13 @@ class SherpaKws:
     def load(self) -> None:
         lines = keyword_lines(self.keywords, self.model_dir / TOKENS)
         with tempfile.NamedTemporaryFile("w", suffix=".txt", prefix="tingshuo-kws-", delete=False,
-                                         encoding="utf-8") as f:
+                                         encoding="utf-8", dir=runtime_dir()) as f:
             f.write("\n".join(lines) + "\n")
             self._keywords_file = Path(f.name)
-        self._worker.call(self._create)
+        try:
+            self._worker.call(self._create)
+        finally:
+            self._keywords_file.unlink(missing_ok=True)  # read by the spotter as it is made
 
     def _create(self) -> None:
         import sherpa_onnx

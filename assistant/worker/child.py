@@ -39,7 +39,7 @@ STREAMS = {("llm", "reply"), ("tts", "synthesize")}
 def main(conn: Connection, cfg: Config, free: Flag | None, apology_text: str) -> None:
     """The worker process's entry point (spawned: it imports and loads everything itself)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the main process ends us
-    logs.setup(cfg.log.level, cfg.log.format)
+    logs.setup(cfg.log.level, cfg.log.format, logs.file_for(cfg, "worker"))
     if cfg.worker.nice:
         os.nice(cfg.worker.nice)  # the audio process keeps its priority; inference gives way to it
     try:
