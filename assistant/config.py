@@ -303,6 +303,9 @@ class WorkerConfig:
     restart_backoff_s: float = _opt(1.0, "Wait before restarting a lost worker; doubled for each loss in a row.",
                                     lo=0.0, hi=60.0)
     restart_backoff_max_s: float = _opt(30.0, "Longest wait before a restart.", lo=1.0, hi=600.0)
+    slow_turn_s: float = _opt(5.0, "A turn whose first reply sample comes this long after the end of speech is "
+                                   "slow.", lo=0.5, hi=120.0)
+    slow_turns: int = _opt(3, "Restart the worker after this many slow turns in a row (0: never).", lo=0, hi=100)
     nice: int = _opt(0, "The worker lowers its CPU priority by this much, so audio I/O, VAD and KWS win the cores.",
                      lo=0, hi=19)
 

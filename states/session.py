@@ -27,6 +27,7 @@ from assistant.config import Config
 from assistant.events import EchoCancelled, Event, EventBus, NoiseRejected, PlaybackFinished, StateChanged, TextChunk
 from assistant.phrase_cache import PhraseCache
 from assistant.text.wake import strip_wake_words
+from assistant.worker.watchdog import SlowTurns
 from models.cores import CoreGate
 from models.protocols import Asr, Kws, Llm, ModelError, Tts, Turn, Vad
 from states import machine
@@ -161,6 +162,9 @@ class Session:
         """Pump the microphone through the machine until the source ends."""
         if self.models.worker is not None:
             self.models.worker.attach(self.bus.publish)
+            w = self.cfg.worker
+            if w.slow_turns:
+                self.bus.subscribe(SlowTurns(self.models.worker, w.slow_turn_s, w.slow_turns))
         await self.states[self.state].enter("start", {})
         try:
             async for mic in self.source.chunks():
