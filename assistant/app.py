@@ -19,7 +19,7 @@ from assistant.audio.protocols import AudioDeviceError, AudioSink, AudioSource
 from assistant.audio.recorder import SessionRecorder
 from assistant.clock import SampleClock
 from assistant.config import Config
-from assistant.events import EventBus, JsonlRecorder, Subscriber
+from assistant.events import EventBus, Subscriber
 from assistant.phrase_cache import PhraseCache
 from assistant.tasks import TaskScope
 from states.session import Backends, Session
@@ -57,18 +57,25 @@ def open_devices(cfg: Config, clock: SampleClock) -> tuple[AlsaSource, AlsaSink]
     return source, sink
 
 
-def recorder(folder: Path, sample_rate: int) -> SessionRecorder:
-    """A new session folder under ``folder`` (named by the local start time) for ``run --record``."""
+def recorder(folder: Path, sample_rate: int, max_minutes: float = 0.0, keep: int = 0) -> SessionRecorder:
+    """A new session folder under ``folder`` (named by the local start time) for ``run --record``;
+    after ``max_minutes`` the next one begins, and only the last ``keep`` are kept."""
+    path = _session_folder(folder)
+    try:
+        return SessionRecorder(path, sample_rate, max_s=60 * max_minutes, keep=keep,
+                               next_folder=lambda: _session_folder(folder))
+    except OSError as exc:
+        raise AudioDeviceError(f"cannot record into {path}: {exc.strerror or exc}") from None
+
+
+def _session_folder(folder: Path) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     path = folder / f"session-{stamp}"
     n = 1
     while path.exists():
         n += 1
         path = folder / f"session-{stamp}-{n}"
-    try:
-        return SessionRecorder(path, sample_rate)
-    except OSError as exc:
-        raise AudioDeviceError(f"cannot record into {path}: {exc.strerror or exc}") from None
+    return path
 
 
 async def run_live(cfg: Config, clock: SampleClock, source: AudioSource, sink: AudioSink, backends: Backends,
@@ -81,10 +88,8 @@ async def run_live(cfg: Config, clock: SampleClock, source: AudioSource, sink: A
     bus = EventBus(clock)
     for fn in subscribers:
         bus.subscribe(fn)
-    events = None
     if recorder is not None:
-        events = JsonlRecorder(recorder.folder / "events.jsonl")
-        bus.subscribe(events)
+        bus.subscribe(recorder.event)
     session = Session(cfg, clock, bus, source, sink, backends, phrase_cache, tap=recorder, tools=tools)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -101,5 +106,4 @@ async def run_live(cfg: Config, clock: SampleClock, source: AudioSource, sink: A
         await session.run()
     finally:
         await watch.cancel()
-        if events is not None:
-            events.close()
+

@@ -113,7 +113,8 @@ def cmd_run(cfg: Config, args: argparse.Namespace) -> int:
         app.load(models)
         try:
             if args.record is not None:
-                recorder = app.recorder(args.record, cfg.audio.sample_rate)
+                recorder = app.recorder(args.record, cfg.audio.sample_rate, cfg.audio.record_max_minutes,
+                                        cfg.audio.record_keep)
             cache = backends.phrase_cache(cfg, backends.assets_for(cfg))
             tools = backends.tools(cfg)
             asyncio.run(app.run_live(cfg, clock, source, sink, models, phrase_cache=cache, recorder=recorder,
@@ -125,8 +126,9 @@ def cmd_run(cfg: Config, args: argparse.Namespace) -> int:
         sink.close()
         if recorder is not None:
             recorder.close()
-            print(f"recorded this session in {recorder.folder} (replay it with: assistant replay {recorder.folder} "
-                  f"--out OUT)")
+            kept = f" (and {len(recorder.folders) - 1} earlier folders beside it)" if len(recorder.folders) > 1 else ""
+            print(f"recorded this session in {recorder.folder}{kept} (replay it with: assistant replay "
+                  f"{recorder.folder} --out OUT)")
     return 0
 
 

@@ -37,6 +37,9 @@ class AudioConfig:
     playback_device: str = _opt("default", "ALSA PCM name of the speaker.")
     playback_rate: int = _opt(16000, "Playback rate in Hz; replies are resampled to it.", lo=8000, hi=48000)
     playback_buffer_ms: int = _opt(120, "Audio queued ahead in the ALSA playback buffer.", lo=20, hi=2000)
+    record_max_minutes: float = _opt(30.0, "`run --record`: a recording folder holds at most this much; the next one "
+                                           "begins.", lo=1.0, hi=2000.0)
+    record_keep: int = _opt(4, "`run --record`: the last this many recording folders are kept (0: all).", lo=0, hi=1000)
 
     @property
     def chunk_samples(self) -> int:

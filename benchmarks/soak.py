@@ -98,10 +98,10 @@ async def soak(cfg: config.Config, models: Any, turns: int, realtime: bool) -> l
     sampler = Sampler(lambda: worker.pid if worker is not None else None)
     out = Path(tempfile.mkdtemp(prefix="soak-"))
     done = 0
+    tools = backends.tools(cfg, data_dir=out / "data")  # one database through all of it, as in a home
     while done < turns:
         n = min(PER_SESSION, turns - done)
         models.vad.reset()
-        tools = backends.tools(cfg, data_dir=out / "data")  # one database through all of it, as in a home
         await replay(cfg, session_audio(cfg.audio.sample_rate, done, n), out / f"s{done}", models,
                      subscribers=[sampler], tools=tools, realtime=realtime)
         done += n

@@ -39,7 +39,8 @@ def verified(path: Path, expected_sha256: str, what: str) -> Path:
         raise ModelError(f"{what}: cannot read {path}: {exc}") from None
     if actual != expected_sha256:
         raise ModelError(f"{what}: {path} is corrupt or the wrong file "
-                         f"(sha256 {actual[:12]}…, expected {expected_sha256[:12]}…)")
+                         f"(sha256 {actual[:12]}…, expected {expected_sha256[:12]}…); fix: delete it and run "
+                         f"`assistant models fetch`")
     return path
 
 

@@ -240,3 +240,108 @@ def _children(pid: int) -> list[int]:
     except OSError:
         return []
     return [int(c) for c in found] + [g for c in found for g in _children(int(c))]
+
+
+class _FakeCapture:
+    """A stand-in capture PCM: ``reads`` periods of a level, then the device is gone (``read`` raises)."""
+
+    def __init__(self, level: int, reads: int | None) -> None:
+        self.level, self.reads = level, reads
+        self.closed = False
+
+    def read(self) -> tuple[int, bytes]:
+        if self.reads is not None:
+            if self.reads <= 0:
+                raise OSError("No such device")  # pyalsaaudio raises ALSAAudioError, an OSError-like error
+            self.reads -= 1
+        return 320, np.full(320, self.level, "<i2").tobytes()
+
+    def close(self) -> None:
+        self.closed = True
+
+
+async def test_a_capture_device_that_goes_away_gives_silence_in_real_time_until_it_is_back(monkeypatch):
+    import time
+
+    from assistant.audio import alsa
+    from assistant.audio.protocols import AudioDeviceError
+
+    first = _FakeCapture(1000, reads=10)
+    back = _FakeCapture(2000, reads=None)
+    opened = iter([first, AudioDeviceError("gone"), AudioDeviceError("gone"), back])
+
+    def reopen(*_: object) -> _FakeCapture:
+        item = next(opened)
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+    monkeypatch.setattr(alsa, "_open", reopen)
+    monkeypatch.setattr(alsa, "REOPEN_S", 0.1)
+    source = alsa.AlsaSource("fake", SampleClock(16000), 320)
+    levels: list[int] = []
+    started = time.monotonic()
+    async for chunk in source.chunks():
+        levels.append(round(float(chunk[0]) * 32768))
+        if levels.count(2000) == 5:
+            break
+    took = time.monotonic() - started
+    source.close()
+    assert levels[:10] == [1000] * 10  # what the device gave before it went away
+    outage = levels[10:levels.index(2000)]
+    assert outage and set(outage) == {0}  # silence while it was gone: the pump went on
+    assert levels[-5:] == [2000] * 5 and source.outages == 1 and first.closed
+    assert took >= len(levels) * 0.02 - alsa.AHEAD_MAX_S - 0.05  # in real time (within its lead), not a flood
+
+
+class _FakePlayback:
+    """A stand-in playback PCM that takes ``writes`` periods, then is gone (``write`` raises)."""
+
+    def __init__(self, writes: int | None) -> None:
+        self.writes, self.taken = writes, 0
+
+    def write(self, data: bytes) -> int:
+        if self.writes is not None:
+            if self.writes <= 0:
+                raise OSError("No such device")
+            self.writes -= 1
+        self.taken += len(data) // 2
+        return len(data) // 2
+
+    def avail(self) -> int:
+        return 10**6  # everything written has played
+
+    def drop(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+async def test_a_playback_device_that_goes_away_lets_replies_end_and_is_opened_again(monkeypatch):
+    import asyncio
+
+    from assistant.audio import alsa
+    from assistant.audio.protocols import AudioDeviceError
+
+    first, back = _FakePlayback(writes=5), _FakePlayback(writes=None)
+    opened = iter([first, AudioDeviceError("gone"), back])
+
+    def reopen(*_: object) -> _FakePlayback:
+        item = next(opened)
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+    monkeypatch.setattr(alsa, "_open", reopen)
+    monkeypatch.setattr(alsa, "REOPEN_S", 0.05)
+    sink = alsa.AlsaSink("fake", 16000, buffer_ms=120)
+    try:
+        reply = np.full(16000, 0.2, np.float32)  # 1 s: the device goes away after 5 periods of it
+        await sink.write(reply)
+        await asyncio.wait_for(sink.wait_playout(), 5)  # the reply still ends
+        await asyncio.sleep(0.2)
+        await sink.write(reply[:3200])
+        await asyncio.wait_for(sink.wait_playout(), 5)
+    finally:
+        sink.close()
+    assert first.taken == 5 * sink.period and sink.outages == 1
+    assert 3200 <= back.taken < 16000 + 3200 - first.taken  # what came while it was away was let go, not queued

@@ -47,6 +47,11 @@ def test_a_claim_it_cannot_make_is_replaced_by_an_honest_sentence(reply, honest)
     assert said == honest and guard.replaced == honest  # the 好的 before a false claim goes too
 
 
+def test_an_honest_sentence_that_begins_with_what_was_said_is_not_said_twice():
+    said, guard = guarded("我是听说，由阿里云开发的语音助手。")
+    assert said == IDENTITY and guard.replaced == IDENTITY  # not 我是听说，我是听说，在这台设备上…
+
+
 @pytest.mark.parametrize("reply", [
     "水的沸点是一百度。", "先深呼吸，再喝杯温水。", "把闹钟放远一点，起床先喝杯水。", "好的，没问题。",
     "下雨天记得带伞。", "我是听说，很高兴认识你。", "我建议你打开窗户通通风。", "我可以帮你设定提醒和闹钟。",

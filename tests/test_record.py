@@ -231,3 +231,25 @@ def test_a_recording_stops_growing_at_what_a_wav_header_can_count(tmp_path, monk
     assert wav.full and wav.samples == 800
     with wave.open(str(tmp_path / "full.wav")) as w:
         assert w.getnframes() == 800
+
+
+def test_a_long_recording_is_rotated_and_only_the_last_folders_are_kept(tmp_path):
+    from itertools import count
+
+    from assistant.audio.recorder import SessionRecorder
+    from assistant.audio.wav import read_wav
+    from assistant.events import PlaybackStarted
+
+    names = count(2)
+    rec = SessionRecorder(tmp_path / "s1", 16000, max_s=1.0, keep=2, next_folder=lambda: tmp_path / f"s{next(names)}")
+    chunk = np.full(320, 0.1, np.float32)
+    for i in range(175):  # 3.5 s in 20 ms chunks
+        rec(chunk, chunk * 0)
+        if i == 160:
+            rec.event(3.2, PlaybackStarted())
+    rec.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s3", "s4"]  # s1 and s2 rotated out
+    assert len(read_wav(tmp_path / "s3" / "mic.wav", 16000)) == 16000  # a whole second, no more
+    assert len(read_wav(tmp_path / "s4" / "mic.wav", 16000)) == 8000
+    assert "playback_started" in (tmp_path / "s4" / "events.jsonl").read_text("utf-8")
+    assert rec.folders == [tmp_path / "s3", tmp_path / "s4"]

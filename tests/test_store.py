@@ -282,3 +282,40 @@ def test_a_closed_store_raises_store_error(db: Path) -> None:
     store.close()  # twice is fine
     with pytest.raises(StoreError, match=str(db)):
         store.add_todo("x", T0)
+
+
+FULL_DISK = """
+import json, resource, signal, sys
+from datetime import datetime
+from pathlib import Path
+from assistant.tools.answers import Tools
+from assistant.tools.router import Intent
+from assistant.tools.store import Store
+from assistant import logs
+logs.setup("error")  # on stderr: stdout is the result
+db = Path(sys.argv[1])
+tools = Tools(Store(db), lambda: datetime.now().astimezone())
+said = [tools.answer(Intent("todo_add", {"item": f"买第{i}箱牛奶"}), "") for i in range(3)]
+used = sum(p.stat().st_size for p in db.parent.iterdir())
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG) as on a full disk
+resource.setrlimit(resource.RLIMIT_FSIZE, (used + 8192, resource.RLIM_INFINITY))
+said += [tools.answer(Intent("todo_add", {"item": "长" * 1500 + str(i)}), "") for i in range(12)]
+print(json.dumps(said, ensure_ascii=False))
+"""
+
+
+def test_a_full_disk_is_said_and_nothing_confirmed_is_lost(db: Path) -> None:
+    import json
+    import sys
+
+    from assistant.tools.answers import NOT_SAVED
+
+    root = Path(__file__).resolve().parent.parent
+    result = subprocess.run([sys.executable, "-c", FULL_DISK, str(db)], cwd=root, capture_output=True, text=True,
+                            timeout=60, check=False, env={**os.environ, "PYTHONPATH": str(root)})
+    assert result.returncode == 0, result.stderr
+    said = json.loads(result.stdout)
+    assert said[-1] == NOT_SAVED and "Traceback" not in result.stderr
+    confirmed = [s.removeprefix("好的，已记下待办：").removesuffix("。") for s in said if s.startswith("好的，已记下")]
+    assert len(confirmed) >= 3
+    assert [t.text for t in Store(db).todos()] == confirmed  # every confirmed todo is there, nothing else

@@ -4,7 +4,10 @@ Each direction owns one device thread, the only thread that touches its PCM hand
 are not thread-safe). Capture hands exact chunks to the event loop; playback writes one period at a
 time so that ``clear()`` (barge-in) reaches the device within one period: it discards the software
 queue at once and the thread drops the device buffer (``pcm.drop()``) before its next write.
-Over- and underruns are recovered (pyalsaaudio re-prepares the stream) and counted.
+Over- and underruns are recovered (pyalsaaudio re-prepares the stream) and counted. A device that
+goes away (unplugged, a driver reset) is opened again with back-off: meanwhile capture hands on
+silence in real time (the pump, its timers and the watchdog go on) and playback lets its audio go
+in real time (a reply still ends). Capture is held to real time even when a device reads faster.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ import errno
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextlib import suppress
 from typing import Any
 
 import numpy as np
@@ -66,6 +70,7 @@ def _open(kind: str, device: str, rate: int, period: int, periods: int = 4) -> A
 
 IDLE_READ_S = 0.005
 AHEAD_MAX_S = 0.5
+REOPEN_S, REOPEN_MAX_S = 1.0, 10.0  # a lost capture device is tried again after 1 s, 2 s, 4 s … at most 10 s
 
 
 class _Pace:
@@ -101,6 +106,7 @@ class AlsaSource:
         self.chunk_samples = chunk_samples
         self.clock = clock
         self.overruns = 0
+        self.outages = 0  # times the device went away and came back
         self._pcm = _open("capture", device, self.sample_rate, chunk_samples)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -124,9 +130,17 @@ class AlsaSource:
                  queue: asyncio.Queue[Samples | BaseException | None]) -> None:
         n, buf = self.chunk_samples, np.zeros(0, np.float32)
         pace = _Pace(self.sample_rate, self.device)
+        def emit(chunk: Samples) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, chunk)
+
         try:
             while not self._stop.is_set():
-                frames, data = self._pcm.read()
+                try:
+                    frames, data = self._pcm.read()
+                except Exception as exc:  # the device went away (unplugged, a driver reset): wait for it
+                    self._outage(exc, pace, emit)
+                    buf = np.zeros(0, np.float32)
+                    continue
                 if frames == -errno.EPIPE:
                     self.overruns += 1
                     log.warning("capture overrun recovered", device=self.device, overruns=self.overruns)
@@ -138,12 +152,37 @@ class AlsaSource:
                 pcm = np.frombuffer(data, "<i2").astype(np.float32) / 32768.0
                 buf = np.concatenate([buf, pcm])
                 while len(buf) >= n:
-                    loop.call_soon_threadsafe(queue.put_nowait, buf[:n])
+                    emit(buf[:n])
                     buf = buf[n:]
         except Exception as exc:  # handed to the reading coroutine, which raises it
             loop.call_soon_threadsafe(queue.put_nowait, AudioDeviceError(f"capture failed: {exc}"))
         finally:
             loop.call_soon_threadsafe(queue.put_nowait, None)
+
+    def _outage(self, error: Exception, pace: _Pace, emit: Callable[[Samples], None]) -> None:
+        """The device is gone: hand on silence in real time (timers and reminders go on, the pump and
+        its watchdog stay alive) and try to open it again, less often the longer it stays away."""
+        log.error("capture device lost: listening to silence until it is back", device=self.device, error=str(error))
+        with suppress(Exception):
+            self._pcm.close()
+        silence = np.zeros(self.chunk_samples, np.float32)
+        wait = REOPEN_S
+        next_try = time.monotonic() + wait
+        while not self._stop.is_set():
+            self._stop.wait(self.chunk_samples / self.sample_rate)
+            pace.wait(self.chunk_samples, self._stop)
+            emit(silence)
+            if time.monotonic() < next_try:
+                continue
+            try:
+                self._pcm = _open("capture", self.device, self.sample_rate, self.chunk_samples)
+            except AudioDeviceError:
+                wait = min(REOPEN_MAX_S, 2 * wait)
+                next_try = time.monotonic() + wait
+                continue
+            self.outages += 1
+            log.info("capture device back", device=self.device, outages=self.outages)
+            return
 
     def close(self) -> None:
         """Stop capturing; the thread finishes its current read (one period) before the PCM closes."""
@@ -166,7 +205,10 @@ class AlsaSink:
         self.buffer_frames = self.period * periods
         self.underruns = 0
         self.reference = PlayedAudio(sample_rate)
-        self._pcm = _open("playback", device, sample_rate, self.period, periods)
+        self._periods = periods
+        self.outages = 0  # times the device went away and came back
+        self._retry_wait, self._next_try = REOPEN_S, 0.0
+        self._pcm: Any = _open("playback", device, sample_rate, self.period, periods)
         self._pending: deque[Samples] = deque()
         self._cond = threading.Condition()
         self._clear_requested = False
@@ -208,7 +250,8 @@ class AlsaSink:
             self._pending.clear()
             self._cond.notify()
         self._thread.join(timeout=1.0)
-        self._pcm.close()
+        if self._pcm is not None:
+            self._pcm.close()
 
     def _take_period(self) -> Samples | None:
         if not self._pending:
@@ -222,7 +265,12 @@ class AlsaSink:
 
     def _in_device(self) -> int:
         """Frames written to the device and not yet played."""
-        return max(0, self.buffer_frames - int(self._pcm.avail()))
+        if self._pcm is None:
+            return 0
+        try:
+            return max(0, self.buffer_frames - int(self._pcm.avail()))
+        except Exception:  # the device has just gone: the next write finds out
+            return 0
 
     def _run(self) -> None:
         while True:
@@ -231,7 +279,9 @@ class AlsaSink:
                     return
                 if self._clear_requested:
                     self._clear_requested = False
-                    self._pcm.drop()  # the next write re-prepares the stream
+                    if self._pcm is not None:
+                        with suppress(Exception):
+                            self._pcm.drop()  # the next write re-prepares the stream
                     self._written = self._played
                 chunk = self._take_period()
                 if chunk is None:
@@ -243,17 +293,52 @@ class AlsaSink:
             self._write(chunk)
 
     def _write(self, chunk: Samples) -> None:
+        if self._pcm is None and not self._reopen():
+            self._discard(chunk)
+            return
+        assert self._pcm is not None
         data = to_pcm16(chunk)
-        while True:
-            frames = self._pcm.write(data)
-            if frames == -errno.EPIPE:
-                self.underruns += 1
-                log.debug("playback underrun recovered", device=self.device, underruns=self.underruns)
-                continue
-            break
+        try:
+            while True:
+                frames = self._pcm.write(data)
+                if frames == -errno.EPIPE:
+                    self.underruns += 1
+                    log.debug("playback underrun recovered", device=self.device, underruns=self.underruns)
+                    continue
+                break
+        except Exception as exc:  # the device went away (unplugged, a driver reset)
+            log.error("playback device lost: replies go unheard until it is back", device=self.device,
+                      error=str(exc))
+            with suppress(Exception):
+                self._pcm.close()
+            self._pcm, self._retry_wait = None, REOPEN_S
+            self._next_try = time.monotonic() + self._retry_wait
+            self._discard(chunk)
+            return
         self.reference.push(chunk)
         self._written += len(chunk)
         self._played = self._written - self._in_device()
+
+    def _discard(self, chunk: Samples) -> None:
+        """No device: the chunk is let go in real time, as if played into nothing, so a reply still
+        ends when it would have and the echo reference (silence) stays on the microphone's timeline."""
+        time.sleep(len(chunk) / self.sample_rate)
+        self.reference.push(np.zeros_like(chunk))
+        self._written += len(chunk)
+        self._played = self._written
+
+    def _reopen(self) -> bool:
+        if time.monotonic() < self._next_try:
+            return False
+        try:
+            self._pcm = _open("playback", self.device, self.sample_rate, self.period, self._periods)
+        except AudioDeviceError:
+            self._retry_wait = min(REOPEN_MAX_S, 2 * self._retry_wait)
+            self._next_try = time.monotonic() + self._retry_wait
+            return False
+        self.outages += 1
+        log.info("playback device back", device=self.device, outages=self.outages)
+        return True
 
     def _wake_idle_waiters(self) -> None:
         for loop, fut in self._idle_waiters:

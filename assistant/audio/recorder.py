@@ -9,7 +9,9 @@ every second, so a crash loses at most the last second.
 
 from __future__ import annotations
 
+import shutil
 import struct
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -17,6 +19,7 @@ import structlog
 
 from assistant.audio.protocols import Samples
 from assistant.audio.wav import to_pcm16
+from assistant.events import Event, JsonlRecorder
 
 HEADER_BYTES = 44
 MAX_DATA_BYTES = 2**32 - 1 - 36  # what a RIFF header can count: about 37 hours at 16 kHz
@@ -69,18 +72,52 @@ class GrowingWav:
 
 
 class SessionRecorder:
-    """The session's tap: called by the audio pump with each microphone chunk and the played audio."""
+    """The session's tap: called by the audio pump with each microphone chunk and the played audio,
+    and a bus subscriber for the events.
 
-    def __init__(self, folder: Path, sample_rate: int) -> None:
+    With ``max_s`` the recording is rotated: when the microphone file reaches it, the folder is
+    closed and the next one (``next_folder()``) begins, each a session ``assistant replay`` takes on
+    its own; beyond ``keep`` folders the oldest is deleted, so a box left recording never fills its
+    disk.
+    """
+
+    def __init__(self, folder: Path, sample_rate: int, *, max_s: float = 0.0, keep: int = 0,
+                 next_folder: Callable[[], Path] | None = None) -> None:
+        self.sample_rate = sample_rate
+        self.max_samples = int(max_s * sample_rate) if next_folder is not None else 0
+        self.keep = keep
+        self.next_folder = next_folder
+        self.folders: list[Path] = []
+        self._open(folder)
+
+    @property
+    def folder(self) -> Path:
+        return self.folders[-1]
+
+    def _open(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
-        self.folder = folder
-        self.mic = GrowingWav(folder / "mic.wav", sample_rate)
-        self.played = GrowingWav(folder / "played.wav", sample_rate)
+        self.folders.append(folder)
+        self.mic = GrowingWav(folder / "mic.wav", self.sample_rate)
+        self.played = GrowingWav(folder / "played.wav", self.sample_rate)
+        self.events = JsonlRecorder(folder / "events.jsonl")
 
     def __call__(self, mic: Samples, played: Samples) -> None:
+        if self.max_samples and self.mic.samples + len(mic) > self.max_samples and self.next_folder is not None:
+            self._rotate(self.next_folder())
         self.mic.write(mic)
         self.played.write(played)
+
+    def event(self, t: float, event: Event) -> None:
+        self.events(t, event)
+
+    def _rotate(self, folder: Path) -> None:
+        self.close()
+        log.info("recording rotated", closed=str(self.folder), next=str(folder))
+        self._open(folder)
+        while self.keep and len(self.folders) > self.keep:
+            shutil.rmtree(self.folders.pop(0), ignore_errors=True)
 
     def close(self) -> None:
         self.mic.close()
         self.played.close()
+        self.events.close()

@@ -148,6 +148,8 @@ class ClauseGuard:
             self._held = ""
             self.replaced = text
             self.ended = True
+            if self.said and text.startswith(self.said):  # 我是听说， said already: only the rest of 我是听说，…
+                text = text[len(self.said):]
             return self._say(text)
         if verdict is Verdict.ENDED:
             self.ended = True

@@ -14,11 +14,12 @@ import structlog
 
 from assistant.tools import calculator, limits, system, timeparse
 from assistant.tools.router import Intent
-from assistant.tools.store import Store
+from assistant.tools.store import Store, StoreError
 
 log = structlog.get_logger("tools")
 
 WEEKDAYS = "一二三四五六日"
+NOT_SAVED = "抱歉，没能保存，可能是存储空间满了。之前记下的都还在。"
 HELP = "我可以报时、算数、定时提醒、记待办、看设备状态，也可以陪你聊天。"
 MAX_LISTED = 3
 
@@ -54,7 +55,11 @@ class Tools:
         if intent.name in limits.INTENTS:
             return limits.reply(intent.name, intent.slots.get("detail", ""))
         handler: Callable[[Intent, str], str] = getattr(self, f"_{intent.name}")
-        return handler(intent, text)
+        try:
+            return handler(intent, text)
+        except StoreError as exc:  # a full disk, a broken file: said, and nothing saved before is touched
+            log.error("the database failed", intent=intent.name, error=str(exc))
+            return NOT_SAVED
 
     # -- time and numbers ------------------------------------------------------------------------
     def _time(self, intent: Intent, text: str) -> str:
