@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import wave
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -242,6 +243,19 @@ def _children(pid: int) -> list[int]:
     return [int(c) for c in found] + [g for c in found for g in _children(int(c))]
 
 
+def _opens(*devices: object) -> Callable[..., object]:
+    """A stand-in for ``alsa._open``: each call gives the next device, or raises it if it is an error."""
+    queue = iter(devices)
+
+    def open_next(*_: object) -> object:
+        device = next(queue)
+        if isinstance(device, Exception):
+            raise device
+        return device
+
+    return open_next
+
+
 class _FakeCapture:
     """A stand-in capture PCM: ``reads`` periods of a level, then the device is gone (``read`` raises)."""
 
@@ -268,15 +282,7 @@ async def test_a_capture_device_that_goes_away_gives_silence_in_real_time_until_
 
     first = _FakeCapture(1000, reads=10)
     back = _FakeCapture(2000, reads=None)
-    opened = iter([first, AudioDeviceError("gone"), AudioDeviceError("gone"), back])
-
-    def reopen(*_: object) -> _FakeCapture:
-        item = next(opened)
-        if isinstance(item, Exception):
-            raise item
-        return item
-
-    monkeypatch.setattr(alsa, "_open", reopen)
+    monkeypatch.setattr(alsa, "_open", _opens(first, AudioDeviceError("gone"), AudioDeviceError("gone"), back))
     monkeypatch.setattr(alsa, "REOPEN_S", 0.1)
     source = alsa.AlsaSource("fake", SampleClock(16000), 320)
     levels: list[int] = []
@@ -323,15 +329,7 @@ async def test_a_playback_device_that_goes_away_lets_replies_end_and_is_opened_a
     from assistant.audio.protocols import AudioDeviceError
 
     first, back = _FakePlayback(writes=5), _FakePlayback(writes=None)
-    opened = iter([first, AudioDeviceError("gone"), back])
-
-    def reopen(*_: object) -> _FakePlayback:
-        item = next(opened)
-        if isinstance(item, Exception):
-            raise item
-        return item
-
-    monkeypatch.setattr(alsa, "_open", reopen)
+    monkeypatch.setattr(alsa, "_open", _opens(first, AudioDeviceError("gone"), back))
     monkeypatch.setattr(alsa, "REOPEN_S", 0.05)
     sink = alsa.AlsaSink("fake", 16000, buffer_ms=120)
     try:
