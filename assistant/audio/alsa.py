@@ -70,7 +70,22 @@ def _open(kind: str, device: str, rate: int, period: int, periods: int = 4) -> A
 
 IDLE_READ_S = 0.005
 AHEAD_MAX_S = 0.5
-REOPEN_S, REOPEN_MAX_S = 1.0, 10.0  # a lost capture device is tried again after 1 s, 2 s, 4 s … at most 10 s
+REOPEN_S, REOPEN_MAX_S = 1.0, 10.0  # a lost device is tried again after 1 s, 2 s, 4 s … at most 10 s
+
+
+class _Reopen:
+    """When to try a lost device again: ``REOPEN_S`` after the loss, then twice as long after each failure."""
+
+    def __init__(self) -> None:
+        self.wait = REOPEN_S
+        self.at = time.monotonic() + self.wait
+
+    def due(self) -> bool:
+        return time.monotonic() >= self.at
+
+    def failed(self) -> None:
+        self.wait = min(REOPEN_MAX_S, 2 * self.wait)
+        self.at = time.monotonic() + self.wait
 
 
 class _Pace:
@@ -166,19 +181,17 @@ class AlsaSource:
         with suppress(Exception):
             self._pcm.close()
         silence = np.zeros(self.chunk_samples, np.float32)
-        wait = REOPEN_S
-        next_try = time.monotonic() + wait
+        retry = _Reopen()
         while not self._stop.is_set():
             self._stop.wait(self.chunk_samples / self.sample_rate)
             pace.wait(self.chunk_samples, self._stop)
             emit(silence)
-            if time.monotonic() < next_try:
+            if not retry.due():
                 continue
             try:
                 self._pcm = _open("capture", self.device, self.sample_rate, self.chunk_samples)
             except AudioDeviceError:
-                wait = min(REOPEN_MAX_S, 2 * wait)
-                next_try = time.monotonic() + wait
+                retry.failed()
                 continue
             self.outages += 1
             log.info("capture device back", device=self.device, outages=self.outages)
@@ -207,7 +220,7 @@ class AlsaSink:
         self.reference = PlayedAudio(sample_rate)
         self._periods = periods
         self.outages = 0  # times the device went away and came back
-        self._retry_wait, self._next_try = REOPEN_S, 0.0
+        self._retry: _Reopen | None = None  # set while the device is gone
         self._pcm: Any = _open("playback", device, sample_rate, self.period, periods)
         self._pending: deque[Samples] = deque()
         self._cond = threading.Condition()
@@ -311,8 +324,7 @@ class AlsaSink:
                       error=str(exc))
             with suppress(Exception):
                 self._pcm.close()
-            self._pcm, self._retry_wait = None, REOPEN_S
-            self._next_try = time.monotonic() + self._retry_wait
+            self._pcm, self._retry = None, _Reopen()
             self._discard(chunk)
             return
         self.reference.push(chunk)
@@ -328,13 +340,13 @@ class AlsaSink:
         self._played = self._written
 
     def _reopen(self) -> bool:
-        if time.monotonic() < self._next_try:
+        if self._retry is not None and not self._retry.due():
             return False
         try:
             self._pcm = _open("playback", self.device, self.sample_rate, self.period, self._periods)
         except AudioDeviceError:
-            self._retry_wait = min(REOPEN_MAX_S, 2 * self._retry_wait)
-            self._next_try = time.monotonic() + self._retry_wait
+            if self._retry is not None:
+                self._retry.failed()
             return False
         self.outages += 1
         log.info("playback device back", device=self.device, outages=self.outages)

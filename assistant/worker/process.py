@@ -234,7 +234,7 @@ class InferenceProcess:
                 return
             try:
                 self._spawn()
-            except ModelError as exc:
+            except (ModelError, OSError) as exc:  # a restart that fails is tried again, never given up
                 self._failures += 1
                 log.error("worker restart failed", error=str(exc))
                 continue
@@ -261,7 +261,7 @@ class InferenceProcess:
 
     async def _open(self, kind: str, method: str, args: tuple[Any, ...]) -> _Call:
         if not self._up.is_set() and LOCKSTEP.get() and not self._closing:
-            self._up.wait()  # deliberate: in lockstep a restart takes no session time either
+            self._up.wait(LOAD_TIMEOUT_S)  # deliberate: in lockstep a restart takes no session time either
         link = self._link
         if link is None or not self._up.is_set():
             raise WorkerLost("the worker is restarting")
