@@ -2,12 +2,14 @@
 
     .venv/bin/python benchmarks/soak.py [--turns 500] [--warmup 50] [--plot soak.png] [--json FILE]
 
-Real recorded requests (a tool question, LLM questions, commands) are replayed one after the other,
+Real recorded requests (a tool question, LLM questions, commands) are heard one after the other,
 each followed by 6 s of silence, in real time (``--lockstep``: as fast as the models allow, but then
-the latency is not measured), in sessions of 20 turns on the same loaded models — the worker
-process and the main process live through all of them, as in a box left running. After every reply
-the RSS, open descriptors and threads of both processes are sampled (``assistant/health.py``), and
-the turn's latency: from the last voiced sample to the first reply sample.
+the latency is not measured), by one session on the loaded models — the worker process and the
+main process live through all of it, as in a box left running. The microphone makes its audio as it
+goes and the speaker keeps nothing it played, so the harness itself holds nothing that grows.
+After every reply the RSS, open descriptors and threads of both processes are sampled
+(``assistant/health.py``), and the turn's latency: from the last voiced sample to the first reply
+sample.
 
 Printed: the numbers at the end of the warm-up and at the end, the growth in per cent, the latency
 per hundred turns; the plot shows RSS and latency per turn.
@@ -22,6 +24,7 @@ import os
 import statistics
 import sys
 import tempfile
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,15 +34,20 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from assistant import app, backends, config, health, logs  # noqa: E402
+from assistant.audio.pacing import Pacer  # noqa: E402
+from assistant.audio.protocols import Samples  # noqa: E402
+from assistant.audio.replay import ReplaySpeaker  # noqa: E402
 from assistant.audio.wav import read_wav  # noqa: E402
-from assistant.events import PlaybackStarted, SpeechEnded  # noqa: E402
-from assistant.replay import replay  # noqa: E402
+from assistant.clock import SampleClock  # noqa: E402
+from assistant.events import EventBus, PlaybackStarted, SpeechEnded  # noqa: E402
+from models.worker import LOCKSTEP  # noqa: E402
+from states.session import Session  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "audio"
 CLIPS = [SHARED / "real" / "ask_who_are_you.wav", SHARED / "real" / "hey_xiaozhi.wav",
          *(SHARED / "corpus" / f"{n:03d}.wav" for n in (2, 3, 16, 19, 20, 22, 32))]
 GAP_S = 6.0  # after each request: the reply is spoken, then quiet until the next
-PER_SESSION = 20
+TAIL_S = 60.0  # after the last request: at most this long for the last reply to end
 
 
 class Sampler:
@@ -59,11 +67,45 @@ class Sampler:
             self.rows.append({"turn": len(self.rows) + 1, "latency_s": round(took, 3), **snap})
 
 
-def session_audio(rate: int, first: int, turns: int) -> np.ndarray:
-    parts = [np.zeros(int(0.5 * rate), np.float32)]
-    for i in range(first, first + turns):
-        parts += [read_wav(CLIPS[i % len(CLIPS)], rate), np.zeros(int(GAP_S * rate), np.float32)]
-    return np.concatenate(parts).astype(np.float32)
+class Playlist:
+    """The soak's microphone and speaker: ``turns`` requests, the clips in turn, each followed by
+    ``GAP_S`` of silence; what is played is let go (no echo), so nothing here grows with the turns.
+    """
+
+    def __init__(self, clock: SampleClock, chunk_samples: int, turns: int, *, realtime: bool) -> None:
+        self.sample_rate, self.chunk_samples, self.clock = clock.sample_rate, chunk_samples, clock
+        self.speaker = ReplaySpeaker(self.sample_rate)
+        self.clips = [read_wav(c, self.sample_rate) for c in CLIPS]
+        self.turns, self.realtime = turns, realtime
+        self.keep_going = lambda: False
+        self._closed = False
+
+    def _audio(self) -> Iterator[Samples]:
+        """The whole session's audio, a piece at a time, then silence while ``keep_going()``."""
+        gap = np.zeros(int(GAP_S * self.sample_rate), np.float32)
+        yield gap[:self.sample_rate // 2]
+        for i in range(self.turns):
+            yield self.clips[i % len(self.clips)]
+            yield gap
+        for _ in range(int(TAIL_S / GAP_S)):
+            if not self.keep_going():
+                return
+            yield gap
+
+    async def chunks(self) -> AsyncIterator[Samples]:
+        n, pacer, pos = self.chunk_samples, Pacer(self.sample_rate, realtime=self.realtime), 0
+        for piece in self._audio():
+            for start in range(0, len(piece) - n + 1, n):  # a clip's last partial chunk is dropped
+                if self._closed:
+                    return
+                await pacer.until(pos + n)
+                self.speaker.reference.push(self.speaker.play(n))
+                pos += n
+                self.clock.advance(n)
+                yield piece[start:start + n].copy()
+
+    def close(self) -> None:
+        self._closed = True
 
 
 def growth(rows: list[dict[str, Any]], warmup: int, proc: str, key: str) -> tuple[float, float, float]:
@@ -96,17 +138,35 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
 async def soak(cfg: config.Config, models: Any, turns: int, realtime: bool) -> list[dict[str, Any]]:
     worker = models.worker
     sampler = Sampler(lambda: worker.pid if worker is not None else None)
-    out = Path(tempfile.mkdtemp(prefix="soak-"))
-    done = 0
-    tools = backends.tools(cfg, data_dir=out / "data")  # one database through all of it, as in a home
-    while done < turns:
-        n = min(PER_SESSION, turns - done)
-        models.vad.reset()
-        await replay(cfg, session_audio(cfg.audio.sample_rate, done, n), out / f"s{done}", models,
-                     subscribers=[sampler], tools=tools, realtime=realtime)
-        done += n
-        print(f"  {len(sampler.rows)} replies after {done} requests", file=sys.stderr)
+    clock = SampleClock(cfg.audio.sample_rate, realtime=realtime)
+    bus = EventBus(clock)
+    bus.subscribe(sampler)
+    bus.subscribe(Progress(sampler))
+    room = Playlist(clock, cfg.audio.chunk_samples, turns, realtime=realtime)
+    tools = backends.tools(cfg, data_dir=Path(tempfile.mkdtemp(prefix="soak-")))  # one database, as in a home
+    session = Session(cfg, clock, bus, room, room.speaker, models, tools=tools)
+    room.keep_going = lambda: session.state != "idle"
+    token = LOCKSTEP.set(not realtime)
+    try:
+        await session.run()
+    finally:
+        LOCKSTEP.reset(token)
     return sampler.rows
+
+
+class Progress:
+    """A line on stderr every 20 replies, so a long soak shows it is alive."""
+
+    def __init__(self, sampler: Sampler) -> None:
+        self.sampler, self.said = sampler, 0
+
+    def __call__(self, t: float, event: object) -> None:
+        n = len(self.sampler.rows)
+        if n and n % 20 == 0 and n != self.said:
+            self.said = n
+            row = self.sampler.rows[-1]
+            print(f"  {n} replies, {t / 60:.0f} min; main {row['main']['rss_mb']} MB, "
+                  f"worker {row.get('worker', {}).get('rss_mb', '-')} MB", file=sys.stderr, flush=True)
 
 
 def main() -> int:
