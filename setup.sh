@@ -15,6 +15,7 @@ models_from=${1:-}
 need_apt=()
 dpkg -s libasound2-dev >/dev/null 2>&1 || need_apt+=(libasound2-dev)   # pyalsaaudio builds against it
 dpkg -s libespeak-ng1 >/dev/null 2>&1 || need_apt+=(libespeak-ng1)     # English words for the NPU TTS
+dpkg -s libspeexdsp1 >/dev/null 2>&1 || need_apt+=(libspeexdsp1)       # the linear echo canceller (echo.linear)
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)                       # also builds the test stand-ins
 command -v g++ >/dev/null 2>&1 || need_apt+=(g++)                       # llama-cpp-python builds with it
 if ((${#need_apt[@]})); then

@@ -117,6 +117,7 @@ class BargeInConfig:
     threshold: float = _opt(0.6, "Speech probability a window needs to start a barge-in run.", lo=0.05, hi=0.99)
     hold_threshold: float = _opt(0.3, "Once started, the run goes on while windows stay above this.",
                                  lo=0.05, hi=0.99)
+    max_gap_ms: int = _opt(64, "A run of speech survives a dip under the hold threshold this long.", lo=0, hi=500)
     min_speech_ms: int = _opt(200, "Speech needed (outside the echo window) to interrupt.", lo=32, hi=3000)
     stop_words: tuple[str, ...] = _opt(("停", "别说了", "闭嘴"), "Words that stop a reply (Chinese characters).",
                                        allow_empty=True)
@@ -135,6 +136,9 @@ class EchoConfig:
     transcript_window_s: float = _opt(2.0, "Utterances starting this long after playback ends are still checked.",
                                       lo=0, hi=30)
     own_words: bool = _opt(True, "Ignore a wake or stop word heard while the reply itself contains it.")
+    linear: bool = _opt(True, "The ASR hears a request begun over the reply through a linear canceller "
+                              "(Speex MDF), which keeps the user's first syllables (with cancel).")
+    linear_filter_ms: int = _opt(128, "Echo path the linear canceller models, in ms.", lo=16, hi=500)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Benchmark of the hands-free echo defence: self-interruption rate and barge-in latency.
 
-    .venv/bin/python benchmarks/echo.py [--sessions 6] [--barge-ins 6]
+    .venv/bin/python benchmarks/echo.py [--sessions 6] [--barge-ins 6] [--double-talk 6]
 
 Replayed sessions through the real models (silero VAD, keyword spotter, Whisper, Qwen 0.5B, Kokoro),
 with the microphone hearing the reply at gain 0.5, 40 ms late, as the hands-free tests do.
@@ -12,6 +12,10 @@ with the microphone hearing the reply at gain 0.5, 40 ms late, as the hands-free
 - Barge-in latency: 切换前视 said over the reply, ``after_s`` into it, all layers on. Latency is
   the barge-in event minus the speech onset (session time), and the wall time from the decision
   to the sink being cleared.
+- Double talk: a real request (ask_who_are_you.wav, 告诉我，你是谁？你叫什么名字？) said over the
+  reply, ``after_s`` after its first audio, with the linear canceller for the ASR off and on. Kept:
+  the transcript still holds the request's first words (告诉我，你是谁 matches a span of it at 0.8 or
+  better, pinyin-aware, so a homophone is no miss).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from assistant import backends, logs  # noqa: E402
 from assistant.audio import replay as replay_audio  # noqa: E402
 from assistant.events import BargeIn, Subscriber  # noqa: E402
 from assistant.replay import Echo, replay  # noqa: E402
+from assistant.text.echo_match import match  # noqa: E402
 from models.assets import Assets  # noqa: E402
 from models.llama_llm import LlamaLlm  # noqa: E402
 from models.sherpa_vad import silero_model_path  # noqa: E402
@@ -52,6 +57,7 @@ NO_AEC = ("echo.cancel=false",)
 NO_WINDOW = (*NO_AEC, "speaking.echo_window_ms=0")
 DEFENCES: list[tuple[str, tuple[str, ...]]] = [
     ("all layers on", ()),
+    ("all on, ASR without the linear canceller", ("echo.linear=false",)),
     ("no canceller", NO_AEC),
     ("no canceller, no echo window", NO_WINDOW),
     ("all off", (*NO_WINDOW, "echo.transcript_filter=false", "echo.own_words=false")),
@@ -60,6 +66,9 @@ DEFENCES: list[tuple[str, tuple[str, ...]]] = [
 QUESTIONS = ["北京是哪个国家的首都？", "给我讲一个很短的笑话。", "怎么做番茄炒蛋？", "推荐一本适合周末看的书。",
              "为什么天空是蓝色的？", "明天出门要带伞吗？"]
 AFTER_S = [0.8, 1.0, 1.3, 1.6, 2.0, 2.5, 3.0, 3.5]
+DOUBLE_TALK_AFTER_S = [1.0, 0.8, 1.3, 1.6, 2.0, 2.5, 3.0, 3.5]  # the held-out case first
+FIRST_WORDS = "告诉我，你是谁"
+KEPT = 0.8  # pinyin match of FIRST_WORDS against the transcript's best span
 SEED = 1234
 Models = dict[str, Any]
 Events = list[dict[str, Any]]
@@ -196,6 +205,32 @@ async def barge_in_latency(models: Models, m: int, out: Path) -> None:
               "before the user's onset (such as residual echo of the reply running into it).")
 
 
+async def double_talk(models: Models, m: int, out: Path) -> None:
+    start = await playback_start(models, sessions.one_turn(), out / "probe")
+    rows: list[str] = []
+    totals = {name: Counter[str]() for name in ("off", "on")}
+    for i, after_s in enumerate(DOUBLE_TALK_AFTER_S[:m]):
+        layout = sessions.double_talk_turn(start, after_s)
+        onset = layout.marks["interruption"]
+        for name in ("off", "on"):
+            summary, _ = await run(models, layout.audio, (f"echo.linear={'true' if name == 'on' else 'false'}",),
+                                   out / f"dt{i}_{name}", seed=SEED)
+            barges, turns = summary["barge_ins"], summary["turns"]
+            latency = barges[0]["t"] - onset if barges else float("nan")
+            heard = turns[1].get("transcript") or "" if len(turns) > 1 else ""
+            kept = match(FIRST_WORDS, [heard]).score >= KEPT
+            totals[name].update(decided=bool(barges), fast=0 < latency <= 0.4, kept=kept)
+            rows.append(f"| {after_s} | {name} | {latency:.3f} | {heard or '-'} | {'yes' if kept else 'NO'} |")
+    print(f"\n## Double talk ({m} sessions: ask_who_are_you.wav over the reply; probe: playback at {start:.2f} s)\n")
+    print("| after_s | linear canceller for the ASR | decision after the user's onset (s) | transcript | "
+          "first words kept |")
+    print("|---|---|---|---|---|")
+    print("\n".join(rows))
+    for name, c in totals.items():
+        print(f"\nlinear {name}: decided {c['decided']} / {m}, within 0.4 s {c['fast']} / {m}, "
+              f"first words kept {c['kept']} / {m}")
+
+
 def cpu_name() -> str:
     info = Path("/proc/cpuinfo")
     names = [line.split(":", 1)[1].strip() for line in info.read_text().splitlines()
@@ -222,6 +257,8 @@ async def main(args: argparse.Namespace) -> None:
                 await self_interruptions(models, args.sessions, Path(tmp))
             if args.barge_ins:
                 await barge_in_latency(models, args.barge_ins, Path(tmp))
+            if args.double_talk:
+                await double_talk(models, args.double_talk, Path(tmp))
     finally:
         for name in ("vad", "kws", "asr", "tts"):
             models[name].close()
@@ -232,5 +269,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=6, help="quiet one-turn sessions per configuration")
     parser.add_argument("--barge-ins", type=int, default=6, help="sessions with speech over the reply")
+    parser.add_argument("--double-talk", type=int, default=6, help="sessions with a real request over the reply")
     logs.setup("error")
     asyncio.run(main(parser.parse_args()))

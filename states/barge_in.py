@@ -5,7 +5,7 @@ while above ``barge_in.hold_threshold``, and lasts ``barge_in.min_speech_ms``, c
 the echo window, ``speaking.echo_window_ms`` from
 the start of playback, when the assistant mostly hears itself), or a stop word or wake word from
 the keyword spotter, unless the reply being spoken contains that very word (the assistant heard
-itself say it).
+itself say it). Both checks are the echo defence's (``states/echo_defence.py``).
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from assistant.audio.protocols import Samples
-from assistant.events import BargeIn, EchoIgnored
-from assistant.text.echo_match import match
+from assistant.events import BargeIn
 from states.onset import OnsetDetector
 from states.state import State, VadWindow
 
@@ -30,11 +29,10 @@ log = structlog.get_logger("barge_in")
 def make_detector(session: Session, echo_window_from: int | None) -> OnsetDetector:
     """The barge-in decision for the current reply; muted for the echo window after playback starts."""
     cfg, rate = session.cfg, session.cfg.audio.sample_rate
-    mute_until = 0
-    if echo_window_from is not None:
-        mute_until = echo_window_from + cfg.speaking.echo_window_ms * rate // 1000
+    mute_until = 0 if echo_window_from is None else session.echo.window_end(echo_window_from)
     return OnsetDetector(cfg.barge_in.min_speech_ms * rate // 1000, session.vad_window, cfg.barge_in.threshold,
-                         ignore_until=mute_until, hold=cfg.barge_in.hold_threshold)
+                         ignore_until=mute_until, hold=cfg.barge_in.hold_threshold,
+                         max_gap_samples=cfg.barge_in.max_gap_ms * rate // 1000)
 
 
 async def barge_in(session: Session, reason: str, onset: int | None, trigger: str = "barge_in") -> None:
@@ -51,11 +49,6 @@ async def barge_in(session: Session, reason: str, onset: int | None, trigger: st
     await session.fire(trigger, onset=onset)
 
 
-def said_it_myself(session: Session, word: str) -> bool:
-    """Is ``word`` (heard by the keyword spotter) in what the assistant is saying?"""
-    return match(word, session.spoken_texts()).score >= 0.999
-
-
 class Interruptible(State):
     """A state the user can talk over (thinking, speaking): speech that passes the detector set
     on entry, or a stop or wake word, is a barge-in."""
@@ -69,7 +62,7 @@ class Interruptible(State):
         muted = self.detector.muted_runs
         onset = self.detector.feed(windows)
         if self.detector.muted_runs > muted:
-            s.bus.publish(EchoIgnored(layer="echo_window", detail="speech right after playback started"))
+            s.echo.window_muted()
         if onset is not None and s.is_noise(onset):
             self.detector.skip_run()
         elif onset is not None:
@@ -85,8 +78,6 @@ class Interruptible(State):
             reason = "wake_word"
         else:
             return
-        if s.cfg.echo.own_words and said_it_myself(s, keyword):
-            log.info("own word ignored: the reply says it", keyword=keyword)
-            s.bus.publish(EchoIgnored(layer="own_words", detail=keyword))
+        if s.echo.said_it_myself(keyword):
             return
         await barge_in(s, reason, None, trigger="stop" if reason == "stop_word" else "barge_in")

@@ -94,7 +94,7 @@ class Listening(State):
         if utterance is not None:
             rate = s.cfg.audio.sample_rate
             start = utterance.start - s.cfg.vad.preroll_ms * rate // 1000
-            audio = s.history.slice(start, utterance.end)
+            audio = s.heard(start, utterance.end)
             voiced_end = (utterance.end - utterance.trailing_silence) / rate  # the last voiced window's end
             s.bus.publish(SpeechEnded(audio_s=round(len(audio) / rate, 3), speech_end_t=round(voiced_end, 3)))
             log.info("utterance ended", reason=utterance.reason, audio_s=round(len(audio) / rate, 2))
@@ -169,7 +169,7 @@ class Listening(State):
             return
         if ep.silence >= spec_ms * s.cfg.audio.sample_rate // 1000:
             rate = s.cfg.audio.sample_rate
-            audio = s.history.slice(ep.onset - s.cfg.vad.preroll_ms * rate // 1000, s.clock.samples)
+            audio = s.heard(ep.onset - s.cfg.vad.preroll_ms * rate // 1000, s.clock.samples)
             asr = s.models.asr
             task = asyncio.create_task(asr.transcribe(resample(audio, rate, asr.sample_rate)), name="asr:speculative")
             self.speculation = Speculation(ep.speech_end, task)

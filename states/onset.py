@@ -13,7 +13,9 @@ class OnsetDetector:
 
     With a lower ``hold``, a run that has started goes on while the probability stays >= ``hold``
     (silero's own hysteresis): the first syllables of someone talking over the reply dip under the
-    echo canceller, and a strict threshold would restart the count at every dip.
+    echo canceller, and a strict threshold would restart the count at every dip. A run also survives
+    a dip under ``hold`` of at most ``max_gap_samples`` (silero ends speech only after a pause, too):
+    those windows do not count towards it, and the run keeps the onset where it began.
 
     Windows ending at or before ``ignore_until`` (an echo window) never count towards the run, but
     a run that began inside it keeps its true onset, so the captured speech starts where it began.
@@ -21,16 +23,18 @@ class OnsetDetector:
     """
 
     def __init__(self, min_speech_samples: int, window_samples: int, threshold: float = 0.5,
-                 ignore_until: int = 0, hold: float | None = None) -> None:
+                 ignore_until: int = 0, hold: float | None = None, max_gap_samples: int = 0) -> None:
         self.min_speech = max(min_speech_samples, 1)
         self.window = window_samples
         self.threshold = threshold
         self.hold = threshold if hold is None else min(hold, threshold)
         self.ignore_until = ignore_until
+        self.max_gap = max_gap_samples
         self.muted_runs = 0
         self._onset: int | None = None
         self._counted = 0
         self._ignored = 0
+        self._gap = 0
         self._skipping = False
 
     def skip_run(self) -> None:
@@ -39,14 +43,18 @@ class OnsetDetector:
 
     def prime(self, onset: int) -> None:
         """Speech is already going on since ``onset``: if it goes on long enough, that is the onset."""
-        self._onset, self._counted, self._ignored = onset, 0, 0
+        self._onset, self._counted, self._ignored, self._gap = onset, 0, 0, 0
 
     def feed(self, windows: Iterable[VadWindow]) -> int | None:
         """The absolute sample where the speech began, on the window that completes the run."""
         for w in windows:
             if w.prob < (self.hold if self._onset is not None else self.threshold):
-                self._onset, self._counted, self._ignored, self._skipping = None, 0, 0, False
+                if self._onset is not None and self._gap + self.window <= self.max_gap:
+                    self._gap += self.window  # a dip inside the run
+                    continue
+                self._onset, self._counted, self._ignored, self._skipping, self._gap = None, 0, 0, False, 0
                 continue
+            self._gap = 0
             if self._skipping:
                 continue
             if self._onset is None:
@@ -58,6 +66,6 @@ class OnsetDetector:
                     self.muted_runs += 1
                 self._ignored += self.window
             if self._counted >= self.min_speech:
-                onset, self._onset, self._counted, self._ignored = self._onset, None, 0, 0
+                onset, self._onset, self._counted, self._ignored, self._gap = self._onset, None, 0, 0, 0
                 return onset
         return None

@@ -20,10 +20,10 @@ import structlog
 
 from assistant.audio.protocols import Samples
 from assistant.audio.wav import resample
-from assistant.events import EchoIgnored, Error, PlaybackFinished, ToolAnswered, Transcript
+from assistant.events import Error, PlaybackFinished, ToolAnswered, Transcript
 from assistant.pipeline import FixedText, PipelineOptions, Recording, SpeechPipeline
 from assistant.tasks import TaskScope
-from assistant.text.echo_match import is_echo, match, syllables
+from assistant.text.echo_match import syllables
 from assistant.worker.process import APOLOGY, WorkerLost
 
 if TYPE_CHECKING:
@@ -67,14 +67,14 @@ class Reply:
             s.bus.publish(Transcript(text=text))
             if not heard and len(utterance) >= UNHEARD_MIN_S * s.cfg.audio.sample_rate:
                 log.info("speech, but the ASR made nothing of it: asking again")  # rather than a guess
-                s.reply_started()
+                s.echo.reply_started()
                 await self._speak(FixedText(NOT_HEARD), "")
                 return
             if not text:
                 log.info("nothing heard in the utterance")
                 s.request("reply_done", owner=self)
                 return
-            if utterance_start is not None and self._is_own_echo(text, utterance_start):
+            if utterance_start is not None and s.echo.is_own_echo(text, utterance_start):
                 s.request("reply_done", owner=self)
                 return
             if self._is_stop_word(text):
@@ -86,7 +86,7 @@ class Reply:
             if answer.intent is not None:
                 s.bus.publish(ToolAnswered(intent=answer.intent))
             self.stage = "reply"
-            s.reply_started()
+            s.echo.reply_started()
             await self._speak(answer.source, answer.text)
         except asyncio.CancelledError:
             raise
@@ -98,7 +98,7 @@ class Reply:
     def announce(self, text: str) -> None:
         """Speak ``text`` unasked (a reminder fell due): no transcript, no LLM."""
         self.stage = "reply"
-        self.session.reply_started()
+        self.session.echo.reply_started()
         self.tasks.spawn(self._announce(text), "announce")
 
     async def _announce(self, text: str) -> None:
@@ -122,7 +122,7 @@ class Reply:
             s.request("error", owner=self)
             return
         if self.stage != "reply":
-            s.reply_started()
+            s.echo.reply_started()
         self.stage = "reply"
         try:
             await self._speak(FixedText(APOLOGY), "", Recording(worker.apology, worker.rates["tts"]))
@@ -157,7 +157,7 @@ class Reply:
 
     def _first_audio(self) -> None:
         self.first_audio_sample = self.session.clock.samples
-        self.session.playback_started()
+        self.session.echo.playback_started()
         self.session.request("first_audio", owner=self)
 
     async def _transcribe(self, utterance: Samples) -> str:
@@ -189,20 +189,6 @@ class Reply:
         keyword spotter had heard it all): nothing to answer."""
         words = self.session.cfg.barge_in.stop_words
         return any(syllables(text) == syllables(w) for w in words)
-
-    def _is_own_echo(self, text: str, utterance_start: int) -> bool:
-        """The transcript layer of the echo defence: the assistant's own words, heard back."""
-        s, cfg = self.session, self.session.cfg.echo
-        if not cfg.transcript_filter or not s.near_playback(utterance_start):
-            return False
-        spoken = s.spoken_texts()
-        if not is_echo(text, spoken, threshold=cfg.transcript_similarity):
-            return False
-        found = match(text, spoken)
-        log.info("echo dropped: the transcript is the assistant's own words", transcript=text,
-                 score=round(found.score, 2), spoken=found.span)
-        s.bus.publish(EchoIgnored(layer="transcript", detail=text))
-        return True
 
     async def stop(self) -> None:
         """End the reply now: cancel, clear the sink, wait for silence, report the interruption."""

@@ -24,13 +24,14 @@ from assistant.audio.history import AudioHistory
 from assistant.audio.protocols import AudioSink, AudioSource, Samples
 from assistant.clock import SampleClock
 from assistant.config import Config
-from assistant.events import EchoCancelled, Event, EventBus, NoiseRejected, PlaybackFinished, StateChanged, TextChunk
+from assistant.events import EventBus, NoiseRejected, StateChanged
 from assistant.phrase_cache import PhraseCache
 from assistant.text.wake import strip_wake_words
 from assistant.worker.watchdog import SlowTurns
 from models.cores import CoreGate
 from models.protocols import Asr, Kws, Llm, ModelError, Tts, Turn, Vad
 from states import machine
+from states.echo_defence import EchoDefence
 from states.idle import Idle
 from states.listening import Listening
 from states.noise_guard import NoiseGuard
@@ -85,16 +86,11 @@ class Session:
         self.tools = tools
         self.now = now or (lambda: datetime.now().astimezone())  # local wall time, for the tools
         self.responder = respond.for_config(cfg, backends.llm, tools, self.now)
-        self.echo = _echo_canceller(cfg)
         self.noise_guard = NoiseGuard(cfg.audio.sample_rate) if cfg.vad.noise_guard else None
-        # What the assistant said in its last two replies, and when its playback last ended: the
-        # transcript filter and the own-words check compare what the microphone hears with these.
-        self.spoken: deque[list[str]] = deque(maxlen=2)
-        self.playing = False
-        self.playback_end: int | None = None
-        bus.subscribe(self._follow_playback)
         rate = cfg.audio.sample_rate
-        self.history = AudioHistory(int((cfg.listening.max_utterance_s + 5) * rate))
+        held = int((cfg.listening.max_utterance_s + 5) * rate)
+        self.history = AudioHistory(held)  # what the states hear: the microphone through AEC3
+        self.echo = EchoDefence(cfg, clock, bus, held)
         self.vad_window = backends.vad.window_samples
         self.turn_id = ""
         self._turns = itertools.count(1)
@@ -171,7 +167,7 @@ class Session:
                 played = self.sink.reference.take(len(mic))
                 if self.tap is not None:
                     self.tap(mic, played)
-                chunk = mic if self.echo is None else self.echo.process(mic, played)
+                chunk = self.echo.clean(mic, played)
                 self.history.append(chunk)
                 windows = self._windows(await self.models.vad.accept(chunk))
                 keyword = await self.models.kws.accept(chunk) if self.models.kws is not None else None
@@ -188,11 +184,9 @@ class Session:
             await self.states[self.state].exit("stop")
             if self.models.worker is not None:
                 self.models.worker.detach()
-            if self.echo is not None:
-                st = self.echo.stats
-                self.bus.publish(EchoCancelled(chunks=st.chunks, echo_chunks=st.echo_chunks,
-                                               acted_chunks=st.acted_chunks,
-                                               erle_db=None if st.erle_db is None else round(st.erle_db, 1)))
+            if (cancelled := self.echo.cancelled()) is not None:
+                self.bus.publish(cancelled)
+            self.echo.close()
 
     def _windows(self, probs: list[float]) -> list[VadWindow]:
         out = []
@@ -201,34 +195,14 @@ class Session:
             out.append(VadWindow(end=self._vad_windows * self.vad_window, prob=prob))
         return out
 
-    # -- echo and noise -------------------------------------------------------------------------
-    def _follow_playback(self, t: float, event: Event) -> None:
-        if isinstance(event, TextChunk) and self.spoken:
-            self.spoken[-1].append(event.text)
-        elif isinstance(event, PlaybackFinished):
-            self.playing, self.playback_end = False, self.clock.samples
-
+    # -- noise ----------------------------------------------------------------------------------
     def can_speak(self) -> bool:
         """The TTS is there to say something (not while its worker process restarts)."""
         return self.models.worker is None or self.models.worker.up
 
-    def reply_started(self) -> None:
-        """A new reply: what it says is collected for the echo checks."""
-        self.spoken.append([])
-
-    def playback_started(self) -> None:
-        self.playing = True
-
-    def spoken_texts(self) -> list[str]:
-        """The last replies, each as one text (so a match may run across its chunks)."""
-        return ["".join(reply) for reply in self.spoken if reply]
-
-    def near_playback(self, sample: int) -> bool:
-        """Was the assistant playing at ``sample``, or had it stopped only just before?"""
-        if self.playing:
-            return True
-        window = int(self.cfg.echo.transcript_window_s * self.cfg.audio.sample_rate)
-        return self.playback_end is not None and sample <= self.playback_end + window
+    def heard(self, start: int, stop: int) -> Samples:
+        """The speech ``[start, stop)`` as the ASR should hear it (see ``EchoDefence.heard``)."""
+        return self.echo.heard(self.history, start, stop)
 
     def is_noise(self, onset: int) -> bool:
         """Is the speech onset at ``onset`` a sudden flat-spectrum noise? (Published when it is.)"""
@@ -259,11 +233,3 @@ class Session:
             log.warning("watchdog: state held too long, back to idle", held_s=round(held_s, 2), limit_s=limit)
             await self.fire("watchdog")
 
-
-def _echo_canceller(cfg: Config) -> Any:
-    if not cfg.echo.cancel:
-        return None
-    from assistant.audio.echo import EchoCanceller
-
-    return EchoCanceller(cfg.audio.sample_rate, noise_suppression=cfg.echo.noise_suppression,
-                         gain_control=cfg.echo.gain_control)

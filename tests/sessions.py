@@ -90,6 +90,14 @@ def interrupted_turn(playback_start_s: float, after_s: float = 1.0) -> Layout:
     return layout.clip("cmd_qiehuan_1.wav", "interruption").pause(10.0)
 
 
+def double_talk_turn(playback_start_s: float, after_s: float = 1.0) -> Layout:
+    """One turn, and ``after_s`` into the reply the user asks 告诉我，你是谁？你叫什么名字？ over it
+    (a real request, louder than a command word, under the loud echo of the reply)."""
+    layout = Layout().pause(0.5).add(wake_and_request(), "request", ONSET_S["hey_xiaozhi.wav"])
+    layout.pause_until(playback_start_s + after_s - ONSET_S["ask_who_are_you.wav"])
+    return layout.clip("ask_who_are_you.wav", "interruption").pause(12.0)
+
+
 def two_turns(second_at_s: float) -> Layout:
     """One turn, then a second request (no wake word) at ``second_at_s``, in the follow-up window."""
     layout = Layout().pause(0.5).add(wake_and_request(), "request", ONSET_S["hey_xiaozhi.wav"])

@@ -227,3 +227,15 @@ def test_a_started_run_goes_on_above_the_hold_threshold():
     assert OnsetDetector(4 * W, W, threshold=0.6).feed(run) is None
     # A run never starts below the threshold itself.
     assert OnsetDetector(W, W, threshold=0.6, hold=0.3).feed([VadWindow(W, 0.5)]) is None
+
+
+def test_a_run_survives_a_short_dip_under_the_hold_threshold():
+    # Measured over a reply (after_s 0.8): 0.77 0.95 0.83 0.53 0.18 0.35 0.89 … — one window under hold.
+    probs = [0.77, 0.95, 0.83, 0.53, 0.18, 0.35, 0.89, 0.97]
+    run = [VadWindow((i + 1) * W, p) for i, p in enumerate(probs)]
+    bridged = OnsetDetector(6 * W, W, threshold=0.6, hold=0.3, max_gap_samples=2 * W)
+    assert bridged.feed(run) == 0  # the onset is where the run began; the dip did not count
+    assert OnsetDetector(6 * W, W, threshold=0.6, hold=0.3).feed(run) is None
+    # A pause longer than the gap ends the run.
+    long_dip = [VadWindow((i + 1) * W, p) for i, p in enumerate([0.9, 0.9, 0.1, 0.1, 0.1, 0.9, 0.9, 0.9, 0.9])]
+    assert OnsetDetector(4 * W, W, threshold=0.6, hold=0.3, max_gap_samples=2 * W).feed(long_dip) == 5 * W

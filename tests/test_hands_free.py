@@ -17,6 +17,7 @@ import pytest
 
 from assistant import backends
 from assistant.replay import Echo
+from assistant.text.echo_match import match
 from models.assets import Assets
 from models.llama_llm import LlamaLlm
 from models.sherpa_vad import silero_model_path
@@ -107,6 +108,21 @@ async def test_speech_over_the_reply_barges_in_from_its_onset(talk, run_replay, 
     assert len(transcripts(r)) == 2
     assert ("speaking", "listening", "barge_in") in r.transitions()
     assert r.summary["barge_ins"] == [{"t": barge["t"], "reason": "speech"}]
+
+
+async def test_a_request_over_the_loud_reply_is_heard_from_its_first_words(talk, run_replay, models):
+    # The linear canceller's signal is what the ASR hears: AEC3's suppressor muffles the first
+    # syllables under the reply (告诉我 came out as 老婆 or was lost).
+    start = await playback_start(run_replay, models, sessions.one_turn())
+    layout = sessions.double_talk_turn(start, after_s=1.0)
+    r = await talk(layout.audio)
+    barge = r.first("barge_in")
+    onset = layout.marks["interruption"]
+    assert barge["reason"] == "speech"
+    assert onset - sessions.ONSET_S["ask_who_are_you.wav"] < barge["t"] <= onset + 0.4
+    heard = transcripts(r)[1]
+    assert match("告诉我，你是谁", [heard]).score >= 0.8, heard  # by sound: a homophone is no miss
+    assert r.summary["turns"][1]["reply"]
 
 
 async def test_two_turns_through_the_follow_up_window_without_a_second_wake_word(talk, run_replay, models):

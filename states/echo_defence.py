@@ -1,0 +1,150 @@
+"""The echo defence, in one place: what keeps the assistant from taking its own voice for the user's.
+
+The microphone hears the reply through the room. The layers, in the order a sound meets them (every
+one can be switched off in ``[echo]`` and ``[speaking]``, and each publishes ``EchoIgnored`` or
+``EchoCancelled`` when it acts, so ``summary.json`` counts them):
+
+1. Cancellers (the DSP is in ``assistant/audio``). WebRTC AEC3 cleans every chunk the VAD, the
+   keyword spotter and the states hear. Beside it a linear canceller (Speex MDF) keeps a signal
+   with no suppressor: a request that begins over the reply, or just after it, is cut from that one
+   for the ASR, because the suppressor muffles the user's first syllables there.
+2. The echo window: for ``speaking.echo_window_ms`` after playback starts, speech cannot barge in.
+3. Own words: a stop or wake word is ignored while the reply being spoken contains it.
+4. The transcript filter: an utterance heard while or just after the assistant spoke, whose
+   transcript is what it said, is dropped.
+
+Layers 3 and 4 compare with the spoken-text memory: what the last two replies said, kept here from
+the reply's text chunks, with when playback last ended.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING
+
+import structlog
+
+from assistant.audio.history import AudioHistory
+from assistant.audio.protocols import Samples
+from assistant.events import EchoCancelled, EchoIgnored, Event, EventBus, PlaybackFinished, TextChunk
+from assistant.text.echo_match import is_echo, match
+
+if TYPE_CHECKING:
+    from assistant.audio.echo import EchoCanceller
+    from assistant.audio.linear_echo import LinearEchoCanceller
+    from assistant.clock import SampleClock
+    from assistant.config import Config
+
+log = structlog.get_logger("echo")
+
+
+class EchoDefence:
+    """The session's echo defence: its cancellers, its memory of what was said, and its checks."""
+
+    def __init__(self, cfg: Config, clock: SampleClock, bus: EventBus, history_samples: int) -> None:
+        self.cfg, self.clock, self.bus = cfg, clock, bus
+        self.canceller = _canceller(cfg)
+        self.linear = _linear(cfg) if self.canceller is not None else None
+        self.linear_history = AudioHistory(history_samples) if self.linear is not None else None
+        self.spoken: deque[list[str]] = deque(maxlen=2)  # the text of the last two replies, by chunk
+        self.playing = False
+        self.playback_end: int | None = None
+        bus.subscribe(self._follow_playback)
+
+    # -- layer 1: the cancellers ----------------------------------------------------------------
+    def clean(self, mic: Samples, played: Samples) -> Samples:
+        """The microphone chunk without the echo of ``played`` (what the speaker played meanwhile)."""
+        if self.linear is not None and self.linear_history is not None:
+            self.linear_history.append(self.linear.process(mic, played))
+        return mic if self.canceller is None else self.canceller.process(mic, played)
+
+    def heard(self, history: AudioHistory, start: int, stop: int) -> Samples:
+        """Samples ``[start, stop)`` for the ASR: from the linear canceller when the speech began while
+        the assistant played or just after, else from ``history`` (what the states heard)."""
+        if self.linear_history is not None and self.near_playback(start):
+            return self.linear_history.slice(start, stop)
+        return history.slice(start, stop)
+
+    def cancelled(self) -> EchoCancelled | None:
+        """The canceller's counters for the session, or None without one."""
+        if self.canceller is None:
+            return None
+        st = self.canceller.stats
+        return EchoCancelled(chunks=st.chunks, echo_chunks=st.echo_chunks, acted_chunks=st.acted_chunks,
+                             erle_db=None if st.erle_db is None else round(st.erle_db, 1))
+
+    def close(self) -> None:
+        if self.linear is not None:
+            self.linear.close()
+
+    # -- layer 2: the echo window ---------------------------------------------------------------
+    def window_end(self, playback_from: int) -> int:
+        """The last sample of the echo window for playback that started at ``playback_from``."""
+        return playback_from + self.cfg.speaking.echo_window_ms * self.cfg.audio.sample_rate // 1000
+
+    def window_muted(self) -> None:
+        self.bus.publish(EchoIgnored(layer="echo_window", detail="speech right after playback started"))
+
+    # -- layers 3 and 4: what the assistant said ------------------------------------------------
+    def said_it_myself(self, word: str) -> bool:
+        """Own words: is the keyword ``word`` in what the assistant is saying? (Published when it is.)"""
+        if not self.cfg.echo.own_words or match(word, self.spoken_texts()).score < 0.999:
+            return False
+        log.info("own word ignored: the reply says it", keyword=word)
+        self.bus.publish(EchoIgnored(layer="own_words", detail=word))
+        return True
+
+    def is_own_echo(self, text: str, utterance_start: int) -> bool:
+        """The transcript filter: is ``text``, heard from ``utterance_start``, the assistant's own words?"""
+        cfg = self.cfg.echo
+        if not cfg.transcript_filter or not self.near_playback(utterance_start):
+            return False
+        spoken = self.spoken_texts()
+        if not is_echo(text, spoken, threshold=cfg.transcript_similarity):
+            return False
+        found = match(text, spoken)
+        log.info("echo dropped: the transcript is the assistant's own words", transcript=text,
+                 score=round(found.score, 2), spoken=found.span)
+        self.bus.publish(EchoIgnored(layer="transcript", detail=text))
+        return True
+
+    def reply_started(self) -> None:
+        """A new reply: what it says is collected for the checks."""
+        self.spoken.append([])
+
+    def playback_started(self) -> None:
+        self.playing = True
+
+    def spoken_texts(self) -> list[str]:
+        """The last replies, each as one text (so a match may run across its chunks)."""
+        return ["".join(reply) for reply in self.spoken if reply]
+
+    def near_playback(self, sample: int) -> bool:
+        """Was the assistant playing at ``sample``, or had it stopped only just before?"""
+        if self.playing:
+            return True
+        window = int(self.cfg.echo.transcript_window_s * self.cfg.audio.sample_rate)
+        return self.playback_end is not None and sample <= self.playback_end + window
+
+    def _follow_playback(self, t: float, event: Event) -> None:
+        if isinstance(event, TextChunk) and self.spoken:
+            self.spoken[-1].append(event.text)
+        elif isinstance(event, PlaybackFinished):
+            self.playing, self.playback_end = False, self.clock.samples
+
+
+def _canceller(cfg: Config) -> EchoCanceller | None:
+    if not cfg.echo.cancel:
+        return None
+    from assistant.audio.echo import EchoCanceller
+
+    return EchoCanceller(cfg.audio.sample_rate, noise_suppression=cfg.echo.noise_suppression,
+                         gain_control=cfg.echo.gain_control)
+
+
+def _linear(cfg: Config) -> LinearEchoCanceller | None:
+    if not cfg.echo.linear:
+        return None
+    from assistant.audio.linear_echo import LinearEchoCanceller
+
+    return LinearEchoCanceller(cfg.audio.sample_rate, filter_ms=cfg.echo.linear_filter_ms)
