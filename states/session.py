@@ -11,6 +11,7 @@ next chunk.
 from __future__ import annotations
 
 import itertools
+import os
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from assistant.audio.protocols import AudioSink, AudioSource, Samples
 from assistant.clock import SampleClock
 from assistant.config import Config
 from assistant.events import EventBus, NoiseRejected, StateChanged
+from assistant.health import OthersLoad
 from assistant.phrase_cache import PhraseCache
 from assistant.text.wake import strip_wake_words
 from assistant.worker.watchdog import SlowTurns
@@ -160,7 +162,9 @@ class Session:
             self.models.worker.attach(self.bus.publish)
             w = self.cfg.worker
             if w.slow_turns:
-                self.bus.subscribe(SlowTurns(self.models.worker, w.slow_turn_s, w.slow_turns))
+                worker = self.models.worker
+                others = OthersLoad(lambda: (os.getpid(), worker.pid))
+                self.bus.subscribe(SlowTurns(worker, w.slow_turn_s, w.slow_turns, others))
         await self.states[self.state].enter("start", {})
         try:
             async for mic in self.source.chunks():

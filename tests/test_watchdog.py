@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
 from assistant.events import PlaybackFinished, PlaybackStarted, SpeechEnded
+from assistant.health import OthersLoad, cpu_s
 from assistant.worker.watchdog import SlowTurns
 
 
@@ -48,3 +56,60 @@ def test_a_reply_without_speech_before_it_is_not_a_turn() -> None:
     dog(100.0, PlaybackStarted())  # a reminder, said unasked
     dog(102.0, PlaybackFinished(interrupted=False))
     assert worker.killed == []
+
+
+class Others(OthersLoad):
+    """Other processes' share of the CPU, as a test sets it."""
+
+    def __init__(self, share: float | None) -> None:
+        super().__init__(lambda: ())
+        self.value, self.marks = share, 0
+
+    def mark(self) -> None:
+        self.marks += 1
+
+    def share(self) -> float | None:
+        return self.value
+
+
+def test_slow_turns_on_a_machine_busy_with_other_work_do_not_restart_the_worker() -> None:
+    worker, others = Worker(), Others(0.8)
+    dog = SlowTurns(worker, budget_s=5.0, turns=3, others=others)
+    for start in (0, 20, 40):
+        turn(dog, start, 6.0)
+    assert worker.killed == []  # a new worker would be as slow, and its start would cost more
+    assert dog.in_a_row == 0 and others.marks == 1  # the count starts again (the next turn marks anew)
+    others.value = 0.1
+    for start in (60, 80, 100):
+        turn(dog, start, 6.0)
+    assert worker.killed == ["3 turns in a row over 5 s to first audio"]
+
+
+def test_without_a_measure_of_the_others_slow_turns_restart_the_worker() -> None:
+    worker = Worker()
+    dog = SlowTurns(worker, budget_s=5.0, turns=2, others=Others(None))  # e.g. the worker was replaced meanwhile
+    turn(dog, 0, 6.0)
+    turn(dog, 20, 6.0)
+    assert len(worker.killed) == 1
+
+
+def test_the_cpu_another_process_takes_counts_as_others() -> None:
+    spin = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)  # started
+        others = OthersLoad(lambda: (os.getpid(),))
+        ours = OthersLoad(lambda: (os.getpid(), spin.pid))
+        began, spun = time.monotonic(), cpu_s(spin.pid)
+        others.mark()
+        ours.mark()
+        time.sleep(1.0)
+        with_spin, without = others.share(), ours.share()
+        wall, spun = time.monotonic() - began, (cpu_s(spin.pid) or 0.0) - (spun or 0.0)
+    finally:
+        spin.kill()
+        spin.wait()
+    assert with_spin is not None and without is not None
+    # What separates the two measures is the spinning process's CPU, whatever else the machine runs.
+    assert spun > 0.1
+    assert with_spin - without == pytest.approx(spun / (wall * (os.cpu_count() or 1)), abs=0.05)
+    assert OthersLoad(lambda: (spin.pid,)).share() is None  # no mark, and the process is gone

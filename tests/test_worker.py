@@ -102,7 +102,7 @@ async def test_a_cancelled_call_leaves_the_worker_free(worker: InferenceProcess)
 
 async def test_a_killed_worker_fails_its_calls_and_is_restarted(worker: InferenceProcess) -> None:
     asr, _, _ = remotes(worker)
-    first = worker.pid
+    first, apology = worker.pid, worker.apology
     assert first is not None
     job = asyncio.create_task(asr.transcribe(session_of(*[real("ask_who_are_you.wav")] * 6)))
     await asyncio.sleep(0.2)
@@ -112,6 +112,7 @@ async def test_a_killed_worker_fails_its_calls_and_is_restarted(worker: Inferenc
     await asyncio.to_thread(back_up, worker)
     assert worker.pid != first
     assert says(await asr.transcribe(real("ask_who_are_you.wav")), "名字")
+    assert worker.apology is apology  # rendered once, by the first worker: a restart does not wait for it
 
 
 async def test_a_hung_worker_is_killed_after_the_call_timeout_and_restarted() -> None:

@@ -8,7 +8,8 @@ Messages are tuples over one ``multiprocessing`` connection. From the main proce
 - ``("stop", kind)``: the backend's ``stop()``, run at once on the reading thread, whatever is queued;
 - ``("exit",)``: close the models and end.
 
-To the main process: ``("ready", pid, rates, apology)`` once loaded (or ``("load_failed", message)``),
+To the main process: ``("ready", pid, rates, apology)`` once loaded (the apology rendered if its text was
+given, else empty; or ``("load_failed", message)``),
 then ``("item", id, value)``, ``("done", id, value)`` and ``("failed", id, message)``. A cancelled
 call sends nothing more. Only the event loop's thread writes to the connection.
 """
@@ -44,7 +45,7 @@ def main(conn: Connection, cfg: Config, free: Flag | None, apology_text: str) ->
         os.nice(cfg.worker.nice)  # the audio process keeps its priority; inference gives way to it
     try:
         models = _load(cfg, CoreGate(free=free) if free is not None else None)
-        apology = asyncio.run(_render(models["tts"], apology_text))
+        apology = asyncio.run(_render(models["tts"], apology_text)) if apology_text else np.zeros(0, np.float32)
     except (ModelError, ConfigError, OSError, ValueError) as exc:
         conn.send(("load_failed", str(exc)))
         return

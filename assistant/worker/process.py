@@ -135,12 +135,16 @@ class InferenceProcess:
         from assistant.worker import child as entry
 
         free = self.cores.flag if self.cores is not None else None
-        proc = SPAWN.Process(target=entry.main, args=(child, self.cfg, free, APOLOGY), name="tingshuo-worker",
+        # The apology is rendered by the first worker only: a restarted one comes up that much sooner.
+        apology = "" if self.apology.size else APOLOGY
+        proc = SPAWN.Process(target=entry.main, args=(child, self.cfg, free, apology), name="tingshuo-worker",
                              daemon=True)
         proc.start()
         child.close()
         msg = self._loaded(proc, parent)
-        _, self.pid, self.rates, self.apology = msg
+        _, self.pid, self.rates, rendered = msg
+        if rendered.size:
+            self.apology = rendered
         link = self._link = _Link(proc, parent)
         self._started_at = time.monotonic()
         self._up.set()
