@@ -1,6 +1,6 @@
 """Benchmark of the hands-free echo defence: self-interruption rate and barge-in latency.
 
-    .venv/bin/python benchmarks/echo.py [--sessions 6] [--barge-ins 6] [--double-talk 6]
+    .venv/bin/python benchmarks/echo.py [--sessions 6] [--barge-ins 6] [--double-talk 6] [--defences 0,1]
 
 Replayed sessions through the real models (silero VAD, keyword spotter, Whisper, Qwen 0.5B, Kokoro),
 with the microphone hearing the reply at gain 0.5, 40 ms late, as the hands-free tests do.
@@ -105,13 +105,14 @@ async def run(models: Models, audio: Any, overrides: tuple[str, ...], out: Path,
     return summary, events_of(out)
 
 
-async def self_interruptions(models: Models, n: int, out: Path) -> None:
-    counts = {name: Counter[str]() for name, _ in DEFENCES}
-    erle: dict[str, list[float]] = {name: [] for name, _ in DEFENCES}
+async def self_interruptions(models: Models, n: int, out: Path,
+                             defences: list[tuple[str, tuple[str, ...]]]) -> None:
+    counts = {name: Counter[str]() for name, _ in defences}
+    erle: dict[str, list[float]] = {name: [] for name, _ in defences}
     rows: list[str] = []
     for i, (label, layout) in enumerate(await quiet_turns(models["tts"], n)):
         cells: list[str] = []
-        for d, (name, overrides) in enumerate(DEFENCES):
+        for d, (name, overrides) in enumerate(defences):
             summary, events = await run(models, layout.audio, overrides, out / f"quiet{i}_{d}", seed=SEED + i)
             count, defence, barges = counts[name], summary["echo_defence"], summary["barge_ins"]
             count.update(barged=bool(barges), extra=max(0, len(summary["turns"]) - 1),
@@ -131,14 +132,14 @@ async def self_interruptions(models: Models, n: int, out: Path) -> None:
     print("| defence | self-interruptions | extra turns | echo window | transcript filter | own words | "
           "canceller acted / echo chunks | mean ERLE (dB) |")
     print("|---|---|---|---|---|---|---|---|")
-    for name, _ in DEFENCES:
+    for name, _ in defences:
         c = counts[name]
         aec = f"{c['acted']} / {c['echo']} | {statistics.mean(erle[name]):.1f}" if erle[name] else "off | -"
         print(f"| {name} | {c['barged']} / {n} | {c['extra']} | {c['echo_window']} | {c['transcript']} | "
               f"{c['own_words']} | {aec} |")
     print("\nPer session: barge-ins (reason@session s) and turns, per defence configuration.\n")
-    print(f"| # | request | reply (s) | {' | '.join(name for name, _ in DEFENCES)} |")
-    print(f"|---|---|---|{'---|' * len(DEFENCES)}")
+    print(f"| # | request | reply (s) | {' | '.join(name for name, _ in defences)} |")
+    print(f"|---|---|---|{'---|' * len(defences)}")
     print("\n".join(rows))
 
 
@@ -254,7 +255,7 @@ async def main(args: argparse.Namespace) -> None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             if args.sessions:
-                await self_interruptions(models, args.sessions, Path(tmp))
+                await self_interruptions(models, args.sessions, Path(tmp), [DEFENCES[i] for i in args.defences])
             if args.barge_ins:
                 await barge_in_latency(models, args.barge_ins, Path(tmp))
             if args.double_talk:
@@ -270,5 +271,8 @@ if __name__ == "__main__":
     parser.add_argument("--sessions", type=int, default=6, help="quiet one-turn sessions per configuration")
     parser.add_argument("--barge-ins", type=int, default=6, help="sessions with speech over the reply")
     parser.add_argument("--double-talk", type=int, default=6, help="sessions with a real request over the reply")
+    parser.add_argument("--defences", type=lambda text: [int(i) for i in text.split(",")],
+                        default=list(range(len(DEFENCES))), help="which configurations of the self-interruption part "
+                        "(indices into DEFENCES, e.g. 0,1)")
     logs.setup("error")
     asyncio.run(main(parser.parse_args()))
