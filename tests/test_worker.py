@@ -18,7 +18,7 @@ import pytest
 from assistant import backends
 from assistant.audio.wav import read_wav
 from assistant.config import Config
-from assistant.events import LlmFirstToken, WorkerRestarted, WorkerStarted
+from assistant.events import LlmFirstToken, PlaybackStarted, WorkerRestarted, WorkerStarted
 from assistant.events import WorkerLost as LostEvent
 from assistant.replay import replay
 from assistant.worker.process import InferenceProcess, WorkerLost
@@ -142,9 +142,11 @@ def test_a_worker_that_cannot_load_is_one_clear_error(tmp_path: Path) -> None:
     assert not w.up
 
 
+@pytest.mark.parametrize("kill_at", [LlmFirstToken, PlaybackStarted], ids=["mid-LLM", "mid-TTS"])
 async def test_a_session_whose_worker_is_killed_mid_reply_apologizes_and_answers_the_next_request(
-        tmp_path: Path, vad: Any) -> None:
-    """The issue's check: a realtime replay whose worker is SIGKILLed during the first of two requests."""
+        tmp_path: Path, vad: Any, kill_at: type) -> None:
+    """The issue's check: a realtime replay whose worker is SIGKILLed during the first of two requests:
+    at the LLM's first token, or once the reply plays (the TTS is still making the rest of it)."""
     cfg = worker_config("barge_in.enabled=false")
     models = backends.conversation(cfg)
     assert models.worker is not None
@@ -155,7 +157,7 @@ async def test_a_session_whose_worker_is_killed_mid_reply_apologizes_and_answers
     killed: list[int] = []
 
     def kill_at_first_token(t: float, event: object) -> None:
-        if isinstance(event, LlmFirstToken) and not killed and w.pid is not None:
+        if isinstance(event, kill_at) and not killed and w.pid is not None:
             killed.append(w.pid)
             os.kill(w.pid, signal.SIGKILL)
 
