@@ -63,6 +63,15 @@ def test_reset_forgets_the_room(room):
     assert np.array_equal(run(canceller, echo, played), first)
 
 
+def test_a_closed_canceller_starts_a_new_stream(room):
+    echo, played = room
+    canceller = LinearEchoCanceller(RATE)
+    first = run(canceller, echo, played)
+    canceller.close()
+    canceller.close()  # twice is harmless
+    assert np.array_equal(run(canceller, echo, played), first)
+
+
 def test_a_missing_library_is_one_line_that_names_the_package(monkeypatch):
     monkeypatch.setattr(linear_echo, "LIBRARY", "libspeexdsp-not-installed.so.1")
     monkeypatch.setattr(linear_echo, "find_library", lambda name: None)

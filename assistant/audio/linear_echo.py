@@ -83,6 +83,8 @@ class LinearEchoCanceller:
         """``mic`` without the linear echo of ``reference``: as many samples as given."""
         if mic.ndim != 1 or mic.shape != reference.shape:
             raise ValueError(f"mic {mic.shape} and reference {reference.shape} must be 1-D and the same length")
+        if self._state is None:  # closed: a new stream (never hand the library a freed filter)
+            self.reset()
         if not self._started:
             self._started = True
             if len(mic) % self.frame:
