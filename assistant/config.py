@@ -139,6 +139,8 @@ class EchoConfig:
     linear: bool = _opt(True, "The ASR hears a request begun over the reply through a linear canceller "
                               "(Speex MDF), which keeps the user's first syllables (with cancel).")
     linear_filter_ms: int = _opt(128, "Echo path the linear canceller models, in ms.", lo=16, hi=500)
+    tail_ms: int = _opt(300, "After a barge-in stops playback, quiet this long does not end the new utterance "
+                             "(the canceller still suppresses the reply's tail).", lo=0, hi=2000)
 
 
 @dataclass(frozen=True)

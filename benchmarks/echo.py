@@ -1,6 +1,7 @@
 """Benchmark of the hands-free echo defence: self-interruption rate and barge-in latency.
 
     .venv/bin/python benchmarks/echo.py [--sessions 6] [--barge-ins 6] [--double-talk 6] [--defences 0,1]
+                                        [--set KEY=VALUE ...]
 
 Replayed sessions through the real models (silero VAD, keyword spotter, Whisper, Qwen 0.5B, Kokoro),
 with the microphone hearing the reply at gain 0.5, 40 ms late, as the hands-free tests do.
@@ -52,7 +53,8 @@ from tests.conftest import SHARED, make_config  # noqa: E402
 from tests.doubles import ScriptedAsr, ScriptedLlm, ToneTts  # noqa: E402
 
 ECHO = Echo(gain=0.5, delay_ms=40)
-HANDS_FREE = ("wake.mode=keyword", 'wake.keywords=["小智"]', "echo.cancel=true", "dialog.follow_up_s=4.0")
+HANDS_FREE: tuple[str, ...] = ("wake.mode=keyword", 'wake.keywords=["小智"]', "echo.cancel=true",
+                               "dialog.follow_up_s=4.0")
 NO_AEC = ("echo.cancel=false",)
 NO_WINDOW = (*NO_AEC, "speaking.echo_window_ms=0")
 DEFENCES: list[tuple[str, tuple[str, ...]]] = [
@@ -68,6 +70,7 @@ QUESTIONS = ["北京是哪个国家的首都？", "给我讲一个很短的笑�
 AFTER_S = [0.8, 1.0, 1.3, 1.6, 2.0, 2.5, 3.0, 3.5]
 DOUBLE_TALK_AFTER_S = [1.0, 0.8, 1.3, 1.6, 2.0, 2.5, 3.0, 3.5]  # the held-out case first
 FIRST_WORDS = "告诉我，你是谁"
+LONG_REQUEST = "小智，怎么做番茄炒蛋？"  # its reply runs about 10 s
 KEPT = 0.8  # pinyin match of FIRST_WORDS against the transcript's best span
 SEED = 1234
 Models = dict[str, Any]
@@ -180,6 +183,10 @@ async def barge_in_latency(models: Models, m: int, out: Path) -> None:
                                         subscribers=(on_event,))
             played = next((e["t"] for e in events if e["type"] == "playback_started"), float("nan"))
             row = f"| {after_s} | {onset:.2f} | {played - start:+.2f} |"
+            if reply_over(events, onset) and not summary["barge_ins"]:
+                rows.append(f"{row} none: the reply had ended | - | - | - |")
+                m -= 1
+                continue
             if not summary["barge_ins"]:
                 rows.append(f"{row} none | - | NO | - |")
                 continue
@@ -206,30 +213,50 @@ async def barge_in_latency(models: Models, m: int, out: Path) -> None:
               "before the user's onset (such as residual echo of the reply running into it).")
 
 
+def reply_over(events: Events, onset: float) -> bool:
+    """Had the first reply finished playing before the user's onset (so nobody talked over it)?"""
+    ended = next((e["t"] for e in events if e["type"] == "playback_finished"), None)
+    return ended is not None and ended <= onset
+
+
 async def double_talk(models: Models, m: int, out: Path) -> None:
-    start = await playback_start(models, sessions.one_turn(), out / "probe")
+    long_request = await sessions.spoken(models["tts"], LONG_REQUEST)
+    replies = [("short", None), ("long", (long_request, 0.0))]
     rows: list[str] = []
     totals = {name: Counter[str]() for name in ("off", "on")}
-    for i, after_s in enumerate(DOUBLE_TALK_AFTER_S[:m]):
-        layout = sessions.double_talk_turn(start, after_s)
-        onset = layout.marks["interruption"]
-        for name in ("off", "on"):
-            summary, _ = await run(models, layout.audio, (f"echo.linear={'true' if name == 'on' else 'false'}",),
-                                   out / f"dt{i}_{name}", seed=SEED)
-            barges, turns = summary["barge_ins"], summary["turns"]
-            latency = barges[0]["t"] - onset if barges else float("nan")
-            heard = turns[1].get("transcript") or "" if len(turns) > 1 else ""
-            kept = match(FIRST_WORDS, [heard]).score >= KEPT
-            totals[name].update(decided=bool(barges), fast=0 < latency <= 0.4, kept=kept)
-            rows.append(f"| {after_s} | {name} | {latency:.3f} | {heard or '-'} | {'yes' if kept else 'NO'} |")
-    print(f"\n## Double talk ({m} sessions: ask_who_are_you.wav over the reply; probe: playback at {start:.2f} s)\n")
-    print("| after_s | linear canceller for the ASR | decision after the user's onset (s) | transcript | "
+    cases = 0
+    for label, request in replies:
+        first = sessions.double_talk_turn(0.0, 0.0, request)  # the first request alone, for the probe
+        start = await playback_start(models, first, out / f"probe_{label}")
+        for i, after_s in enumerate(DOUBLE_TALK_AFTER_S[:m]):
+            layout = sessions.double_talk_turn(start, after_s, request)
+            onset = layout.marks["interruption"]
+            counted = True
+            for name in ("off", "on"):
+                linear = f"echo.linear={'true' if name == 'on' else 'false'}"
+                summary, events = await run(models, layout.audio, (linear,), out / f"dt_{label}{i}_{name}", seed=SEED)
+                barges, turns = summary["barge_ins"], summary["turns"]
+                latency = barges[0]["t"] - onset if barges else float("nan")
+                heard = turns[1].get("transcript") or "" if len(turns) > 1 else ""
+                kept = match(FIRST_WORDS, [heard]).score >= KEPT
+                over = reply_over(events, onset)
+                if over:
+                    counted = False
+                else:
+                    totals[name].update(decided=bool(barges), fast=0 < latency <= 0.4, kept=kept)
+                decision = "reply over" if over else f"{latency:.3f}"
+                rows.append(f"| {label} | {after_s} | {name} | {decision} | {heard or '-'} | "
+                            f"{'yes' if kept else 'NO'} |")
+            cases += counted
+    print(f"\n## Double talk: ask_who_are_you.wav over a short and a long reply ({LONG_REQUEST})\n")
+    print("| reply | after_s | linear canceller for the ASR | decision after the user's onset (s) | transcript | "
           "first words kept |")
-    print("|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|")
     print("\n".join(rows))
+    print(f"\nOver the reply ({cases} sessions; 'reply over': it had ended before the user spoke, not counted):")
     for name, c in totals.items():
-        print(f"\nlinear {name}: decided {c['decided']} / {m}, within 0.4 s {c['fast']} / {m}, "
-              f"first words kept {c['kept']} / {m}")
+        print(f"- linear canceller {name}: decided {c['decided']} / {cases}, within 0.4 s {c['fast']} / {cases}, "
+              f"first words kept {c['kept']} / {cases}")
 
 
 def cpu_name() -> str:
@@ -244,6 +271,8 @@ async def main(args: argparse.Namespace) -> None:
     print("# Echo defence benchmark\n")
     print(f"{datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z} — {u.system} {u.release} {u.machine}, "
           f"processor {cpu_name()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+    if args.set:
+        print(f"\nSettings: {', '.join(args.set)}")
     assets = Assets([SHARED / "models"])
     cfg = make_config(*HANDS_FREE)
     models: Models = {"vad": SileroVad(silero_model_path(assets)), "kws": backends.kws(cfg, assets),
@@ -271,8 +300,12 @@ if __name__ == "__main__":
     parser.add_argument("--sessions", type=int, default=6, help="quiet one-turn sessions per configuration")
     parser.add_argument("--barge-ins", type=int, default=6, help="sessions with speech over the reply")
     parser.add_argument("--double-talk", type=int, default=6, help="sessions with a real request over the reply")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a config setting for every session (after the hands-free ones)")
     parser.add_argument("--defences", type=lambda text: [int(i) for i in text.split(",")],
                         default=list(range(len(DEFENCES))), help="which configurations of the self-interruption part "
                         "(indices into DEFENCES, e.g. 0,1)")
     logs.setup("error")
-    asyncio.run(main(parser.parse_args()))
+    arguments = parser.parse_args()
+    HANDS_FREE = (*HANDS_FREE, *arguments.set)
+    asyncio.run(main(arguments))

@@ -8,7 +8,9 @@ one can be switched off in ``[echo]`` and ``[speaking]``, and each publishes ``E
    keyword spotter and the states hear. Beside it a linear canceller (Speex MDF) keeps a signal
    with no suppressor: a request that begins over the reply, or just after it, is cut from that one
    for the ASR, because the suppressor muffles the user's first syllables there.
-2. The echo window: for ``speaking.echo_window_ms`` after playback starts, speech cannot barge in.
+2. The echo window: for ``speaking.echo_window_ms`` after playback starts, speech cannot barge in;
+   and its mirror after a barge-in: for ``echo.tail_ms`` after playback stopped, quiet does not end
+   the new utterance (AEC3 still suppresses the reply's tail, and the user under it).
 3. Own words: a stop or wake word is ignored while the reply being spoken contains it.
 4. The transcript filter: an utterance heard while or just after the assistant spoke, whose
    transcript is what it said, is dropped.
@@ -81,6 +83,13 @@ class EchoDefence:
     def window_end(self, playback_from: int) -> int:
         """The last sample of the echo window for playback that started at ``playback_from``."""
         return playback_from + self.cfg.speaking.echo_window_ms * self.cfg.audio.sample_rate // 1000
+
+    def tail_end(self) -> int:
+        """Until when, after playback stopped, the canceller may still suppress speech as echo
+        (``echo.tail_ms``): quiet heard before then is not trusted to end an utterance."""
+        if self.canceller is None or self.playback_end is None:
+            return 0
+        return self.playback_end + self.cfg.echo.tail_ms * self.cfg.audio.sample_rate // 1000
 
     def window_muted(self) -> None:
         self.bus.publish(EchoIgnored(layer="echo_window", detail="speech right after playback started"))

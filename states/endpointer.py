@@ -65,6 +65,9 @@ class Endpointer:
         self.detector = OnsetDetector(min_speech, window, threshold)
         self.silence = 0
         self.speech_end = onset or 0
+        # Quiet in windows ending by this sample does not count as silence: just after a barge-in the
+        # echo canceller still suppresses the reply's tail, and the user talking under it reads as quiet.
+        self.untrusted_until = 0
 
     @classmethod
     def from_config(cls, cfg: Config, window: int, onset: int | None = None, *, turn_model: bool = False) -> Endpointer:
@@ -93,7 +96,7 @@ class Endpointer:
                 continue
             if w.prob >= self.threshold:
                 self.silence, self.speech_end = 0, w.end
-            else:
+            elif w.end > self.untrusted_until:
                 self.silence += self.window
             if self.silence >= self.policy.silence_after(self.speech_end - self.onset):
                 return started, Utterance(self.onset, w.end, self.silence, "silence")

@@ -73,6 +73,8 @@ class Listening(State):
             self.endpointer.detector.prime(speech_from)  # the request may follow the wake word in one breath
         if onset is not None:
             s.bus.publish(SpeechStarted())
+        if trigger == "barge_in":
+            self.endpointer.untrusted_until = s.echo.tail_end()
         log.debug("listening", follow_up=follow_up, timeout_s=timeout_s, from_onset=onset, speech_from=speech_from)
 
     async def exit(self, dest: str) -> None:

@@ -90,10 +90,13 @@ def interrupted_turn(playback_start_s: float, after_s: float = 1.0) -> Layout:
     return layout.clip("cmd_qiehuan_1.wav", "interruption").pause(10.0)
 
 
-def double_talk_turn(playback_start_s: float, after_s: float = 1.0) -> Layout:
+def double_talk_turn(playback_start_s: float, after_s: float = 1.0,
+                     request: tuple[np.ndarray, float] | None = None) -> Layout:
     """One turn, and ``after_s`` into the reply the user asks 告诉我，你是谁？你叫什么名字？ over it
-    (a real request, louder than a command word, under the loud echo of the reply)."""
-    layout = Layout().pause(0.5).add(wake_and_request(), "request", ONSET_S["hey_xiaozhi.wav"])
+    (a real request, louder than a command word, under the loud echo of the reply). The first
+    request is ``request`` (audio, its onset in seconds), by default wake_and_request()."""
+    audio, onset = request or (wake_and_request(), ONSET_S["hey_xiaozhi.wav"])
+    layout = Layout().pause(0.5).add(audio, "request", onset)
     layout.pause_until(playback_start_s + after_s - ONSET_S["ask_who_are_you.wav"])
     return layout.clip("ask_who_are_you.wav", "interruption").pause(12.0)
 

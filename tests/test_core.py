@@ -121,6 +121,21 @@ def test_endpointer_ends_after_the_silence_and_cuts_long_utterances():
     assert ended is not None and ended.reason == "max_utterance" and ended.end == 5 * W
 
 
+def test_quiet_in_the_echo_tail_after_a_barge_in_does_not_end_the_utterance():
+    # The barge-in's run: 4 windows; then the user pauses 3 windows while the canceller still
+    # suppresses the reply's tail (until window 7), and goes on.
+    e = Endpointer(window=W, min_speech=W, policy=EndpointPolicy(3 * W), max_utterance=100 * W, onset=0)
+    e.untrusted_until = 7 * W
+    _, ended = e.feed(windows("####...####"))
+    assert ended is None and e.speech_end == 11 * W
+    # Quiet once the tail is over ends it as usual.
+    _, ended = e.feed(windows("...", start=11 * W))
+    assert ended is not None and ended.trailing_silence == 3 * W
+    plain = Endpointer(window=W, min_speech=W, policy=EndpointPolicy(3 * W), max_utterance=100 * W, onset=0)
+    _, ended = plain.feed(windows("####...####"))
+    assert ended is not None and ended.end == 7 * W  # without the tail: cut at the pause
+
+
 @pytest.mark.parametrize(("speech", "silence_needed"), [(2, 2), (5, 3), (9, 4)])
 def test_the_endpoint_silence_adapts_to_the_length_of_the_speech(speech, silence_needed):
     # Under 3 windows of speech: 2 windows of silence end it; over 8: 4; in between: 3.

@@ -136,6 +136,17 @@ def test_each_check_can_be_switched_off(overrides):
     assert d.ignored() == []
 
 
+def test_the_echo_tail_ends_its_length_after_playback_stopped():
+    d = Defence("echo.cancel=true", "echo.tail_ms=300")
+    assert d.echo.tail_end() == 0  # nothing played yet
+    d.clock.advance(RATE)
+    d.bus.publish(PlaybackFinished(interrupted=True))
+    assert d.echo.tail_end() == RATE + 300 * RATE // 1000
+    without = Defence("echo.cancel=false")
+    without.bus.publish(PlaybackFinished(interrupted=True))
+    assert without.echo.tail_end() == 0  # no canceller: nothing suppresses the user
+
+
 def test_the_echo_window_ends_its_length_after_playback_starts():
     d = Defence("speaking.echo_window_ms=250")
     assert d.echo.window_end(16000) == 16000 + 4000

@@ -125,6 +125,20 @@ async def test_a_request_over_the_loud_reply_is_heard_from_its_first_words(talk,
     assert r.summary["turns"][1]["reply"]
 
 
+async def test_a_request_with_a_pause_over_a_long_reply_is_one_utterance(talk, run_replay, models):
+    # 告诉我，(a pause) 你是谁: the pause falls just after the barge-in, while AEC3 still suppresses the
+    # reply's tail, and the user under it reads as quiet. Without echo.tail_ms the utterance ended at
+    # the pause, 告诉我 was answered on its own (as 大叔), and the rest barged in again.
+    request = (await sessions.spoken(models["tts"], "小智，怎么做番茄炒蛋？"), 0.0)
+    start = await playback_start(run_replay, models, sessions.double_talk_turn(0.0, 0.0, request))
+    layout = sessions.double_talk_turn(start, 2.5, request)
+    r = await talk(layout.audio)
+    assert r.first("barge_in")["t"] > layout.marks["interruption"] - sessions.ONSET_S["ask_who_are_you.wav"]
+    assert [e["reason"] for e in r.events if e["type"] == "barge_in"] == ["speech"]
+    first, heard = transcripts(r)
+    assert match("告诉我，你是谁", [heard]).score >= 0.8, heard
+
+
 async def test_two_turns_through_the_follow_up_window_without_a_second_wake_word(talk, run_replay, models):
     probe = await run_replay(sessions.one_turn().audio, *HANDS_FREE, "dialog.follow_up_s=0",
                              asr=models["asr"], llm=models["llm"], tts=models["tts"], kws=models["kws"],
