@@ -183,12 +183,13 @@ async def barge_in_latency(models: Models, m: int, out: Path) -> None:
                                         subscribers=(on_event,))
             played = next((e["t"] for e in events if e["type"] == "playback_started"), float("nan"))
             row = f"| {after_s} | {onset:.2f} | {played - start:+.2f} |"
+            heard = summary["turns"][1].get("transcript") or "-" if len(summary["turns"]) > 1 else "-"
             if reply_over(events, onset) and not summary["barge_ins"]:
-                rows.append(f"{row} none: the reply had ended | - | - | - |")
+                rows.append(f"{row} none: the reply had ended | - | - | - | {heard} |")
                 m -= 1
                 continue
             if not summary["barge_ins"]:
-                rows.append(f"{row} none | - | NO | - |")
+                rows.append(f"{row} none | - | NO | - | {heard} |")
                 continue
             first = summary["barge_ins"][0]
             latencies.append(first["t"] - onset)
@@ -196,13 +197,13 @@ async def barge_in_latency(models: Models, m: int, out: Path) -> None:
             ok = "yes" if 0 < latencies[-1] <= 0.4 else "NO"
             early = " †" if latencies[-1] < min_speech_s else ""  # the run began before the user spoke
             rows.append(f"{row} {first['reason']}@{first['t']:.2f} | {latencies[-1]:.3f}{early} | {ok} | "
-                        f"{stops[-1]:.2f} |")
+                        f"{stops[-1]:.2f} | {heard} |")
     finally:
         replay_audio.ReplaySpeaker.clear = original  # type: ignore[method-assign]
     print(f"\n## Barge-in latency ({m} sessions, all layers on; probe: playback starts at {start:.2f} s)\n")
     print("| after_s | onset (s) | playback start − probe (s) | barge-in | latency (s) | ≤ 0.4 s | "
-          "decision → sink cleared (ms) |")
-    print("|---|---|---|---|---|---|---|")
+          "decision → sink cleared (ms) | transcript |")
+    print("|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
     if latencies:
         print(f"\nLatency min / median / max: {min(latencies):.3f} / {statistics.median(latencies):.3f} / "
