@@ -185,7 +185,7 @@ async def barge_in_latency(models: Models, m: int, out: Path) -> None:
             row = f"| {after_s} | {onset:.2f} | {played - start:+.2f} |"
             heard = summary["turns"][1].get("transcript") or "-" if len(summary["turns"]) > 1 else "-"
             if reply_over(events, onset) and not summary["barge_ins"]:
-                rows.append(f"{row} none: the reply had ended | - | - | - | {heard} |")
+                rows.append(f"{row} none: the reply ended first | - | - | - | {heard} |")
                 m -= 1
                 continue
             if not summary["barge_ins"]:
@@ -215,9 +215,10 @@ async def barge_in_latency(models: Models, m: int, out: Path) -> None:
 
 
 def reply_over(events: Events, onset: float) -> bool:
-    """Had the first reply finished playing before the user's onset (so nobody talked over it)?"""
+    """Had the first reply finished playing before a barge-in could be decided (``barge_in.min_speech_ms``
+    after the user's onset), so that there was nothing to interrupt?"""
     ended = next((e["t"] for e in events if e["type"] == "playback_finished"), None)
-    return ended is not None and ended <= onset
+    return ended is not None and ended <= onset + make_config(*HANDS_FREE).barge_in.min_speech_ms / 1000
 
 
 async def double_talk(models: Models, m: int, out: Path) -> None:
@@ -254,7 +255,8 @@ async def double_talk(models: Models, m: int, out: Path) -> None:
           "first words kept |")
     print("|---|---|---|---|---|---|")
     print("\n".join(rows))
-    print(f"\nOver the reply ({cases} sessions; 'reply over': it had ended before the user spoke, not counted):")
+    print(f"\nOver the reply ({cases} sessions; 'reply over': it ended before a barge-in could be decided, "
+          "not counted):")
     for name, c in totals.items():
         print(f"- linear canceller {name}: decided {c['decided']} / {cases}, within 0.4 s {c['fast']} / {cases}, "
               f"first words kept {c['kept']} / {cases}")
