@@ -155,8 +155,13 @@ async def playback_start(models: Models, layout: sessions.Layout, out: Path) -> 
     return float(next(e["t"] for e in events_of(out) if e["type"] == "playback_started"))
 
 
+async def first_requests(models: Models) -> list[tuple[str, tuple[Any, float] | None]]:
+    """The first request of the barge-in sessions: 嘿，小智你在吗 (a short reply), LONG_REQUEST (a long one)."""
+    return [("short", None), ("long", (await sessions.spoken(models["tts"], LONG_REQUEST), 0.0))]
+
+
 async def barge_in_latency(models: Models, m: int, out: Path) -> None:
-    start = await playback_start(models, sessions.one_turn(), out / "probe")
+    requests = await first_requests(models)
     original = replay_audio.ReplaySpeaker.clear
     marks: dict[str, float] = {}  # wall clock of this run's barge-in decision, then of the next clear
 
@@ -171,44 +176,46 @@ async def barge_in_latency(models: Models, m: int, out: Path) -> None:
 
     latencies: list[float] = []
     stops: list[float] = []
+    cases = 0
     rows: list[str] = []
     min_speech_s = make_config(*HANDS_FREE).barge_in.min_speech_ms / 1000
     replay_audio.ReplaySpeaker.clear = timed_clear  # type: ignore[method-assign]
     try:
-        for i, after_s in enumerate((AFTER_S + [AFTER_S[-1] + 0.5 * k for k in range(1, m)])[:m]):
-            layout = sessions.interrupted_turn(start, after_s)
-            onset = layout.marks["interruption"]
-            marks.clear()
-            summary, events = await run(models, layout.audio, (), out / f"barge{i}", seed=SEED,
-                                        subscribers=(on_event,))
-            played = next((e["t"] for e in events if e["type"] == "playback_started"), float("nan"))
-            row = f"| {after_s} | {onset:.2f} | {played - start:+.2f} |"
-            heard = summary["turns"][1].get("transcript") or "-" if len(summary["turns"]) > 1 else "-"
-            if reply_over(events, onset) and not summary["barge_ins"]:
-                rows.append(f"{row} none: the reply ended first | - | - | - | {heard} |")
-                m -= 1
-                continue
-            if not summary["barge_ins"]:
-                rows.append(f"{row} none | - | NO | - | {heard} |")
-                continue
-            first = summary["barge_ins"][0]
-            latencies.append(first["t"] - onset)
-            stops.append((marks["cleared"] - marks["decided"]) * 1000 if "cleared" in marks else float("nan"))
-            ok = "yes" if 0 < latencies[-1] <= 0.4 else "NO"
-            early = " †" if latencies[-1] < min_speech_s else ""  # the run began before the user spoke
-            rows.append(f"{row} {first['reason']}@{first['t']:.2f} | {latencies[-1]:.3f}{early} | {ok} | "
-                        f"{stops[-1]:.2f} | {heard} |")
+        for label, request in requests:
+            start = await playback_start(models, sessions.interrupted_turn(0.0, 0.0, request), out / f"probe_{label}")
+            for i, after_s in enumerate((AFTER_S + [AFTER_S[-1] + 0.5 * k for k in range(1, m)])[:m]):
+                layout = sessions.interrupted_turn(start, after_s, request)
+                onset = layout.marks["interruption"]
+                marks.clear()
+                summary, events = await run(models, layout.audio, (), out / f"barge_{label}{i}", seed=SEED,
+                                            subscribers=(on_event,))
+                row = f"| {label} | {after_s} | {onset:.2f} |"
+                heard = summary["turns"][1].get("transcript") or "-" if len(summary["turns"]) > 1 else "-"
+                if reply_over(events, onset) and not summary["barge_ins"]:
+                    rows.append(f"{row} none: the reply ended first | - | - | - | {heard} |")
+                    continue
+                cases += 1
+                if not summary["barge_ins"]:
+                    rows.append(f"{row} none | - | NO | - | {heard} |")
+                    continue
+                first = summary["barge_ins"][0]
+                latencies.append(first["t"] - onset)
+                stops.append((marks["cleared"] - marks["decided"]) * 1000 if "cleared" in marks else float("nan"))
+                ok = "yes" if latencies[-1] <= 0.4 else "NO"
+                early = " †" if latencies[-1] < min_speech_s else ""  # the run began before the user spoke
+                rows.append(f"{row} {first['reason']}@{first['t']:.2f} | {latencies[-1]:.3f}{early} | {ok} | "
+                            f"{stops[-1]:.2f} | {heard} |")
     finally:
         replay_audio.ReplaySpeaker.clear = original  # type: ignore[method-assign]
-    print(f"\n## Barge-in latency ({m} sessions, all layers on; probe: playback starts at {start:.2f} s)\n")
-    print("| after_s | onset (s) | playback start − probe (s) | barge-in | latency (s) | ≤ 0.4 s | "
-          "decision → sink cleared (ms) | transcript |")
+    print(f"\n## Barge-in latency (切换前视 over a short and a long reply ({LONG_REQUEST}), all layers on)\n")
+    print("| reply | after_s | onset (s) | barge-in | latency (s) | ≤ 0.4 s | decision → sink cleared (ms) | "
+          "transcript |")
     print("|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
     if latencies:
         print(f"\nLatency min / median / max: {min(latencies):.3f} / {statistics.median(latencies):.3f} / "
               f"{max(latencies):.3f} s; decision → sink cleared: {min(stops):.2f} / {statistics.median(stops):.2f} / "
-              f"{max(stops):.2f} ms; {sum(0 < x <= 0.4 for x in latencies)} / {m} within 0.4 s")
+              f"{max(stops):.2f} ms; {sum(x <= 0.4 for x in latencies)} / {cases} within 0.4 s (over the reply)")
     if min(latencies, default=1.0) < min_speech_s:
         print(f"\n† under barge_in.min_speech_ms ({min_speech_s:.2f} s): the run of speech that decided it began "
               "before the user's onset (such as residual echo of the reply running into it).")
@@ -222,8 +229,7 @@ def reply_over(events: Events, onset: float) -> bool:
 
 
 async def double_talk(models: Models, m: int, out: Path) -> None:
-    long_request = await sessions.spoken(models["tts"], LONG_REQUEST)
-    replies = [("short", None), ("long", (long_request, 0.0))]
+    replies = await first_requests(models)
     rows: list[str] = []
     totals = {name: Counter[str]() for name in ("off", "on")}
     cases = 0

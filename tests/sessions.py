@@ -83,9 +83,12 @@ def one_turn() -> Layout:
     return Layout().pause(0.5).add(wake_and_request(), "request", ONSET_S["hey_xiaozhi.wav"]).pause(14.0)
 
 
-def interrupted_turn(playback_start_s: float, after_s: float = 1.0) -> Layout:
-    """One turn, and about ``after_s`` into the reply the user says 切换前视 over it."""
-    layout = Layout().pause(0.5).add(wake_and_request(), "request", ONSET_S["hey_xiaozhi.wav"])
+def interrupted_turn(playback_start_s: float, after_s: float = 1.0,
+                     request: tuple[np.ndarray, float] | None = None) -> Layout:
+    """One turn, and about ``after_s`` into the reply the user says 切换前视 over it (the first request
+    as in double_talk_turn)."""
+    audio, onset = request or (wake_and_request(), ONSET_S["hey_xiaozhi.wav"])
+    layout = Layout().pause(0.5).add(audio, "request", onset)
     layout.pause_until(playback_start_s + after_s - ONSET_S["cmd_qiehuan_1.wav"])
     return layout.clip("cmd_qiehuan_1.wav", "interruption").pause(10.0)
 
