@@ -25,7 +25,7 @@ from assistant.config import Config, ConfigError
 from assistant.events import EventBus, JsonlRecorder, Subscriber
 from assistant.phrase_cache import PhraseCache
 from assistant.summary import SummaryBuilder
-from models.worker import LOCKSTEP
+from models.worker import lockstep
 from states.session import Backends, Session
 
 if TYPE_CHECKING:
@@ -88,11 +88,10 @@ async def replay(cfg: Config, recording: Samples, out_dir: Path, backends: Backe
     for fn in subscribers:
         bus.subscribe(fn)
     device.keep_going = lambda: session.state != "idle"
-    token = LOCKSTEP.set(not realtime)
     try:
-        await session.run()
+        with lockstep(not realtime):
+            await session.run()
     finally:
-        LOCKSTEP.reset(token)
         recorder.close()
         write_wav(out_dir / "played.wav", device.played(), rate)
         result = summary.summary()

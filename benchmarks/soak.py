@@ -40,7 +40,7 @@ from assistant.audio.replay import ReplaySpeaker  # noqa: E402
 from assistant.audio.wav import read_wav  # noqa: E402
 from assistant.clock import SampleClock  # noqa: E402
 from assistant.events import EventBus, PlaybackStarted, SpeechEnded  # noqa: E402
-from models.worker import LOCKSTEP  # noqa: E402
+from models.worker import lockstep  # noqa: E402
 from states.session import Session  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "audio"
@@ -146,11 +146,8 @@ async def soak(cfg: config.Config, models: Any, turns: int, realtime: bool) -> l
     tools = backends.tools(cfg, data_dir=Path(tempfile.mkdtemp(prefix="soak-")))  # one database, as in a home
     session = Session(cfg, clock, bus, room, room.speaker, models, tools=tools)
     room.keep_going = lambda: session.state != "idle"
-    token = LOCKSTEP.set(not realtime)
-    try:
+    with lockstep(not realtime):
         await session.run()
-    finally:
-        LOCKSTEP.reset(token)
     return sampler.rows
 
 

@@ -12,9 +12,10 @@ set once by the replay runner and inherited by every task it starts.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
 
@@ -22,6 +23,17 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 LOCKSTEP: contextvars.ContextVar[bool] = contextvars.ContextVar("lockstep", default=False)
+
+
+@contextlib.contextmanager
+def lockstep(on: bool) -> Iterator[None]:
+    """Within it, model compute takes no session time (``on``: a replay as fast as the models allow),
+    or runs beside the loop (off: real time)."""
+    token = LOCKSTEP.set(on)
+    try:
+        yield
+    finally:
+        LOCKSTEP.reset(token)
 
 
 class Worker:

@@ -4,7 +4,7 @@ is restarted after ``worker.slow_turns`` turns in a row whose first reply sample
 so it is heard whole.
 
 Not when the machine is busy with other work: if other processes took more than ``OTHERS_MAX`` of
-the CPU over those turns, a new worker would be just as slow, and its start (seconds of full CPU,
+the CPU from the first slow reply's first audio on, a new worker would be just as slow, and its start (seconds of full CPU,
 and an apology to the user) would only make it worse. Seen in a soak with two benchmarks beside it.
 """
 
@@ -38,11 +38,11 @@ class SlowTurns:
     def __call__(self, t: float, event: Event) -> None:
         if isinstance(event, SpeechEnded):
             self._speech_end = event.speech_end_t
-            if self.in_a_row == 0 and self.others is not None:
-                self.others.mark()  # a streak may start here
         elif isinstance(event, PlaybackStarted) and self._speech_end is not None:
             took, self._speech_end = t - self._speech_end, None
             self.in_a_row = self.in_a_row + 1 if took > self.budget_s else 0
+            if self.in_a_row == 1 and self.others is not None:
+                self.others.mark()  # a streak starts: /proc is read here, once the first audio is out
             if self.turns and self.in_a_row >= self.turns:
                 reason = f"{self.in_a_row} turns in a row over {self.budget_s:g} s to first audio"
                 self.in_a_row = 0
