@@ -4,8 +4,9 @@ is restarted after ``worker.slow_turns`` turns in a row whose first reply sample
 so it is heard whole.
 
 Not when the machine is busy with other work: if other processes took more than ``OTHERS_MAX`` of
-the CPU from the first slow reply's first audio on, a new worker would be just as slow, and its start (seconds of full CPU,
-and an apology to the user) would only make it worse. Seen in a soak with two benchmarks beside it.
+the CPU from the first slow reply's first audio on, a new worker would be just as slow, and its
+start (seconds of full CPU, and an apology to the user) would only make it worse. Seen in a soak
+with two benchmarks beside it.
 """
 
 from __future__ import annotations
