@@ -1,109 +1,87 @@
-"""The composition root: everything a session needs, built from config in one place."""
+"""The composition root: every front end's session is built here, from config, in one place.
+
+A front end brings its clock and its audio: the sound card (``assistant.live``), a recording
+(``assistant.replay``), a Wyoming peer (``assistant.wyoming``). ``conversation()`` brings the loaded
+models with the tools and the phrase cache, and ``Parts.session()`` joins the two. The inference
+worker builds its models with ``inference()``; the one-shot commands load single models with
+``loaded()``.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import os
-import signal
-import time
-from collections.abc import Sequence
-from contextlib import suppress
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-import structlog
-
-from assistant import health, systemd
-from assistant.audio.alsa import AlsaSink, AlsaSource
-from assistant.audio.protocols import AudioDeviceError, AudioSink, AudioSource
-from assistant.audio.recorder import SessionRecorder
+from assistant import backends as build
+from assistant import budget
+from assistant.audio.protocols import AudioSink, AudioSource
 from assistant.clock import SampleClock
 from assistant.config import Config
-from assistant.events import EventBus, Subscriber
+from assistant.events import EventBus
 from assistant.phrase_cache import PhraseCache
-from assistant.tasks import TaskScope
-from states.session import Backends, Session
+from models.cores import CoreGate
+from models.protocols import Backends
+from states.session import Session, Tap
 
 if TYPE_CHECKING:
     from assistant.tools.answers import Tools
 
-log = structlog.get_logger("app")
 
-
-def load(backends: Backends) -> None:
-    """Load every model now (and the normalizer's FSTs), so the first reply pays for none of it."""
+@contextmanager
+def loaded(*models: Any) -> Iterator[None]:
+    """Load the models now (and the normalizer's FSTs), so the first reply pays for none of it;
+    close them whatever happens."""
     from assistant.text.normalize import preload
 
-    preload()
-    for model in (backends.vad, backends.kws, backends.turn, backends.asr, backends.llm, backends.tts):
-        if model is not None:
-            model.load()
-
-
-def close(backends: Backends) -> None:
-    for model in (backends.vad, backends.kws, backends.turn, backends.asr, backends.llm, backends.tts):
-        if model is not None:
-            model.close()
-
-
-def open_devices(cfg: Config, clock: SampleClock) -> tuple[AlsaSource, AlsaSink]:
-    """The configured microphone and speaker; a missing sound card is one clear AudioDeviceError."""
-    source = AlsaSource(cfg.audio.capture_device, clock, cfg.audio.chunk_samples)
+    done = []
     try:
-        sink = AlsaSink(cfg.audio.playback_device, cfg.audio.playback_rate, cfg.audio.playback_buffer_ms)
-    except Exception:
-        source.close()
-        raise
-    return source, sink
-
-
-def recorder(folder: Path, sample_rate: int, max_minutes: float = 0.0, keep: int = 0) -> SessionRecorder:
-    """A new session folder under ``folder`` (named by the local start time) for ``run --record``;
-    after ``max_minutes`` the next one begins, and only the last ``keep`` are kept."""
-    path = _session_folder(folder)
-    try:
-        return SessionRecorder(path, sample_rate, max_s=60 * max_minutes, keep=keep,
-                               next_folder=lambda: _session_folder(folder))
-    except OSError as exc:
-        raise AudioDeviceError(f"cannot record into {path}: {exc.strerror or exc}") from None
-
-
-def _session_folder(folder: Path) -> Path:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    path = folder / f"session-{stamp}"
-    n = 1
-    while path.exists():
-        n += 1
-        path = folder / f"session-{stamp}-{n}"
-    return path
-
-
-async def run_live(cfg: Config, clock: SampleClock, source: AudioSource, sink: AudioSink, backends: Backends,
-                   subscribers: Sequence[Subscriber] = (), phrase_cache: PhraseCache | None = None,
-                   recorder: SessionRecorder | None = None, tools: Tools | None = None) -> None:
-    """Hold conversations on the given devices until the source ends (Ctrl-C or SIGTERM close it).
-
-    With a ``recorder`` the microphone, the playback and the events are saved as they happen.
-    """
-    bus = EventBus(clock)
-    for fn in subscribers:
-        bus.subscribe(fn)
-    if recorder is not None:
-        bus.subscribe(recorder.event)
-    session = Session(cfg, clock, bus, source, sink, backends, phrase_cache, tap=recorder, tools=tools)
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, source.close)
-    session.heartbeat = systemd.Heartbeat()  # WatchdogSec: pinged from the pump, so a stalled pump is restarted
-    log.info("ready", wake=cfg.wake.mode, keywords=list(cfg.wake.keywords))
-    systemd.notify("READY=1")
-    worker = backends.worker
-    watch = TaskScope("health")
-    watch.spawn(health.report_every(cfg.log.health_interval_s,
-                                    lambda: {"main": os.getpid(), "worker": worker.pid if worker else None}), "health")
-    try:
-        await session.run()
+        preload()
+        for m in models:
+            m.load()
+            done.append(m)
+        yield
     finally:
-        await watch.cancel()
+        for m in reversed(done):
+            m.close()
 
+
+@dataclass
+class Parts:
+    """What every conversation needs besides its audio: the models, the tools, the phrase cache."""
+
+    cfg: Config
+    backends: Backends
+    tools: Tools | None = None
+    phrase_cache: PhraseCache | None = None
+
+    def session(self, clock: SampleClock, bus: EventBus, source: AudioSource, sink: AudioSink, *,
+                tap: Tap | None = None, now: Callable[[], datetime] | None = None) -> Session:
+        """A session on this front end's clock and audio (refuses a set-up it cannot run)."""
+        return Session(self.cfg, clock, bus, source, sink, self.backends, self.phrase_cache, tap=tap,
+                       tools=self.tools, now=now)
+
+
+@contextmanager
+def conversation(cfg: Config, data_dir: Path | None = None) -> Iterator[Parts]:
+    """The configured models, loaded, with the tools (their database in ``data_dir``, default
+    ``tools.data_dir``) and the phrase cache; everything is closed afterwards."""
+    budget.check(cfg)
+    models = build.conversation(cfg)
+    with loaded(*models.all()):
+        cache = build.phrase_cache(cfg, build.assets_for(cfg))
+        tools = build.tools(cfg, data_dir)
+        try:
+            yield Parts(cfg, models, tools, cache)
+        finally:
+            if tools is not None and tools.store is not None:
+                tools.store.close()
+
+
+def inference(cfg: Config, gate: CoreGate | None) -> dict[str, Any]:
+    """The worker process's models (ASR, LLM, TTS), not yet loaded."""
+    assets = build.assets_for(cfg)
+    return {"asr": build.asr(cfg, assets), "llm": build.llm(cfg, assets, gate), "tts": build.tts(cfg, assets)}

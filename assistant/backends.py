@@ -15,8 +15,7 @@ from assistant.config import Config, ConfigError
 from assistant.phrase_cache import PhraseCache, default_folder, tts_key
 from models.assets import Assets
 from models.cores import CoreGate
-from models.protocols import Asr, Kws, Llm, Tts, Turn, Vad
-from states.session import Backends
+from models.protocols import Asr, Backends, Kws, Llm, Tts, Turn, Vad
 
 if TYPE_CHECKING:
     from assistant.tools.answers import Tools

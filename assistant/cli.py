@@ -1,4 +1,4 @@
-"""The ``assistant`` command: run, replay, vad, config.
+"""The ``assistant`` command line: it parses the arguments and calls a front end or a command.
 
 Every subcommand takes ``--config PATH`` and repeatable ``--set dotted.key=TOML_VALUE``. Bad input
 (a bad wav, a bad config key, a missing model or sound card) is one line on stderr and exit code 2.
@@ -7,18 +7,17 @@ Every subcommand takes ``--config PATH`` and repeatable ``--set dotted.key=TOML_
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from assistant import app, backends, budget, doctor, jobs, logs, models_cmd, tools_cmd
+from assistant import live, logs, replay
 from assistant.audio.protocols import AudioDeviceError
-from assistant.audio.wav import BadAudioFile, read_wav
-from assistant.clock import SampleClock
-from assistant.config import Config, ConfigError, describe, load
+from assistant.audio.wav import BadAudioFile
+from assistant.commands import bench, doctor, jobs, models, tools, tuning
+from assistant.config import Config, ConfigError, load
 from assistant.tools.store import StoreError
 from models.protocols import ModelError
 
@@ -64,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     fp.add_argument("wav", type=Path)
     for p in (sp, ap, fp):
         p.add_argument("-o", "--output", type=Path, default=None, help="write the audio here instead of playing it")
-    tools_cmd.add_parsers(sub, common)
+    tools.add_parsers(sub, common)
     mp = sub.add_parser("models", parents=[common], help="list, verify or fetch the model files")
     mp.add_argument("action", choices=("list", "verify", "fetch"))
     mp.add_argument("names", nargs="*", help="models (default: all for list/verify, the configured ones for fetch)")
@@ -103,136 +102,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
-def cmd_run(cfg: Config, args: argparse.Namespace) -> int:
-    clock = SampleClock(cfg.audio.sample_rate, realtime=True)
-    source, sink = app.open_devices(cfg, clock)  # before the models load: a missing card is found at once
-    recorder = None
-    try:
-        budget.check(cfg)
-        models = backends.conversation(cfg)
-        app.load(models)
-        try:
-            if args.record is not None:
-                recorder = app.recorder(args.record, cfg.audio.sample_rate, cfg.audio.record_max_minutes,
-                                        cfg.audio.record_keep)
-            cache = backends.phrase_cache(cfg, backends.assets_for(cfg))
-            tools = backends.tools(cfg)
-            asyncio.run(app.run_live(cfg, clock, source, sink, models, phrase_cache=cache, recorder=recorder,
-                                     tools=tools))
-        finally:
-            app.close(models)
-    finally:
-        source.close()
-        sink.close()
-        if recorder is not None:
-            recorder.close()
-            kept = f" (and {len(recorder.folders) - 1} earlier folders beside it)" if len(recorder.folders) > 1 else ""
-            print(f"recorded this session in {recorder.folder}{kept} (replay it with: assistant replay "
-                  f"{recorder.folder} --out OUT)")
+def _run(cfg: Config, args: argparse.Namespace) -> int:
+    live.run(cfg, args.record)
     return 0
 
 
-def cmd_replay(cfg: Config, args: argparse.Namespace) -> int:
-    from assistant.replay import Echo, replay
-
-    mic, played = _session_files(args.session)
-    recording = read_wav(mic, cfg.audio.sample_rate)  # before anything is written
-    reference = read_wav(played, cfg.audio.sample_rate) if played is not None else None
-    if reference is not None and args.echo:
-        raise ConfigError(f"{args.session} is a recorded room session: it has its echo already; drop --echo")
-    echo = Echo.parse(args.echo) if args.echo else Echo()
-    budget.check(cfg)
-    models = backends.conversation(cfg)
-    app.load(models)
-    try:
-        cache = backends.phrase_cache(cfg, backends.assets_for(cfg))
-        args.out.mkdir(parents=True, exist_ok=True)
-        tools = backends.tools(cfg, data_dir=args.out)  # the replay's own database, not the user's
-        summary = asyncio.run(replay(cfg, recording, args.out, models, echo=echo, realtime=args.realtime,
-                                     phrase_cache=cache, reference=reference, tools=tools))
-    finally:
-        app.close(models)
-    if args.plot:
-        _plot_replay(args.out)
-    for i, turn in enumerate(summary["turns"], 1):
-        print(f"turn {i}: {turn['transcript']!r} -> {turn['reply']!r} "
-              f"(end of speech -> first audio {turn['end_of_speech_to_first_audio_s']} s)")
-    print(f"wrote {args.out}/played.wav, events.jsonl, summary.json")
-    return 0
-
-
-def _session_files(session: Path) -> tuple[Path, Path | None]:
-    """(microphone wav, recorded playback or None) for a wav or a folder from ``run --record``."""
-    if not session.is_dir():
-        return session, None
-    mic, played = session / "mic.wav", session / "played.wav"
-    if not mic.is_file():
-        raise ConfigError(f"{session} is a folder without mic.wav: not a session saved by `assistant run --record`")
-    return mic, played if played.is_file() else None
-
-
-def _plot_replay(out: Path) -> None:
-    import json
-
-    from assistant.timeline import plot_turn, turns
-
-    records = [json.loads(line) for line in (out / "events.jsonl").read_text(encoding="utf-8").splitlines()]
-    for i, turn in enumerate(turns(records), 1):
-        plot_turn(turn, out / f"turn{i}.png", f"turn {i}")
-
-
-def cmd_bench(cfg: Config, args: argparse.Namespace) -> int:
-    from assistant.bench import run
-    from assistant.pipeline import PipelineOptions
-
-    if args.repeats < 1:
-        raise ConfigError("--repeats must be at least 1")
-    tts = backends.tts(cfg, backends.assets_for(cfg))
-    with jobs.loaded(tts):
-        print(run(tts, PipelineOptions.from_config(cfg), args.repeats, args.plots, args.json))
-    if not args.json:
-        print(f"timelines: {args.plots}/bench_*.png")
-    return 0
-
-
-def cmd_normalize(cfg: Config, args: argparse.Namespace) -> int:
-    from assistant.text.normalize import normalize
-
-    for line in args.text.splitlines() or [""]:
-        print(normalize(line))
-    return 0
-
-
-def cmd_vad(cfg: Config, args: argparse.Namespace) -> int:
-    from assistant.segments import find_utterances
-
-    audio = read_wav(args.wav, cfg.audio.sample_rate)
-    vad = backends.vad(cfg, backends.assets_for(cfg))
-    vad.load()
-    try:
-        found = asyncio.run(find_utterances(cfg, vad, audio))
-    finally:
-        vad.close()
-    rate = cfg.audio.sample_rate
-    for start, end, reason in found:
-        print(f"{start / rate:7.2f} s – {end / rate:7.2f} s  ({(end - start) / rate:.2f} s, ended by {reason})")
-    print(f"{len(found)} utterance(s) in {len(audio) / rate:.2f} s of audio")
-    return 0
-
-
-def cmd_config(cfg: Config, args: argparse.Namespace) -> int:
-    for key, _, doc in describe():
-        value: object = cfg
-        for part in key.split("."):
-            value = getattr(value, part)
-        shown = list(value) if isinstance(value, tuple) else value
-        print(f"{key} = {shown!r}  # {doc}")
+def _replay(cfg: Config, args: argparse.Namespace) -> int:
+    replay.run(cfg, args.session, args.out, args.echo, args.realtime, args.plot)
     return 0
 
 
 COMMANDS: dict[str, Callable[[Config, argparse.Namespace], int]] = {
-    "run": cmd_run, "replay": cmd_replay, "vad": cmd_vad, "config": cmd_config, "models": models_cmd.run,
-    "bench": cmd_bench, "normalize": cmd_normalize, "transcribe": jobs.transcribe, "say": jobs.say,
-    "ask": jobs.ask, "file": jobs.answer_file, "todos": tools_cmd.todos, "reminders": tools_cmd.reminders,
+    "run": _run, "replay": _replay, "vad": tuning.vad, "config": tuning.config, "normalize": tuning.normalize,
+    "models": models.run, "bench": bench.command, "transcribe": jobs.transcribe, "say": jobs.say,
+    "ask": jobs.ask, "file": jobs.answer_file, "todos": tools.todos, "reminders": tools.reminders,
     "doctor": doctor.run,
 }

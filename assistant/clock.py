@@ -37,3 +37,13 @@ class SampleClock:
         if self.realtime:
             t += min(time.perf_counter() - self._last_wall, self._last_chunk / self.sample_rate)
         return t
+
+
+class WallClock:
+    """Seconds since it was made, by the wall: the clock of a job with no microphone to count."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+
+    def now(self) -> float:
+        return time.perf_counter() - self.start

@@ -8,28 +8,25 @@ concurrently, so the latencies recorded are the true ones.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 
+from assistant import app
 from assistant.audio.protocols import Samples
 from assistant.audio.replay import ReplayDevice
-from assistant.audio.wav import write_wav
+from assistant.audio.wav import read_wav, write_wav
 from assistant.clock import SampleClock
 from assistant.config import Config, ConfigError
 from assistant.events import EventBus, JsonlRecorder, Subscriber
-from assistant.phrase_cache import PhraseCache
 from assistant.summary import SummaryBuilder
 from models.worker import lockstep
-from states.session import Backends, Session
-
-if TYPE_CHECKING:
-    from assistant.tools.answers import Tools
 
 log = structlog.get_logger("replay")
 
@@ -53,18 +50,57 @@ class Echo:
         return echo
 
 
-async def replay(cfg: Config, recording: Samples, out_dir: Path, backends: Backends, *,
+def run(cfg: Config, session: Path, out: Path, echo: str | None = None, realtime: bool = False,
+        plot: bool = False) -> None:
+    """``assistant replay``: a wav, or a folder saved by ``run --record``, through the configured
+    assistant; the results (and with ``plot`` a timeline PNG per turn) in ``out``."""
+    mic, played = _session_files(session)
+    recording = read_wav(mic, cfg.audio.sample_rate)  # before anything is written
+    reference = read_wav(played, cfg.audio.sample_rate) if played is not None else None
+    if reference is not None and echo:
+        raise ConfigError(f"{session} is a recorded room session: it has its echo already; drop --echo")
+    loop = Echo.parse(echo) if echo else Echo()
+    out.mkdir(parents=True, exist_ok=True)
+    with app.conversation(cfg, data_dir=out) as parts:  # the replay's own database, not the user's
+        summary = asyncio.run(replay(parts, recording, out, echo=loop, realtime=realtime, reference=reference))
+    if plot:
+        _plot(out)
+    for i, turn in enumerate(summary["turns"], 1):
+        print(f"turn {i}: {turn['transcript']!r} -> {turn['reply']!r} "
+              f"(end of speech -> first audio {turn['end_of_speech_to_first_audio_s']} s)")
+    print(f"wrote {out}/played.wav, events.jsonl, summary.json")
+
+
+def _session_files(session: Path) -> tuple[Path, Path | None]:
+    """(microphone wav, recorded playback or None) for a wav or a folder from ``run --record``."""
+    if not session.is_dir():
+        return session, None
+    mic, played = session / "mic.wav", session / "played.wav"
+    if not mic.is_file():
+        raise ConfigError(f"{session} is a folder without mic.wav: not a session saved by `assistant run --record`")
+    return mic, played if played.is_file() else None
+
+
+def _plot(out: Path) -> None:
+    from assistant.timeline import plot_turn, turns
+
+    records = [json.loads(line) for line in (out / "events.jsonl").read_text(encoding="utf-8").splitlines()]
+    for i, turn in enumerate(turns(records), 1):
+        plot_turn(turn, out / f"turn{i}.png", f"turn {i}")
+
+
+async def replay(parts: app.Parts, recording: Samples, out_dir: Path, *,
                  echo: Echo | None = None, realtime: bool = False,
                  subscribers: Sequence[Subscriber] = (), clock: SampleClock | None = None,
-                 phrase_cache: PhraseCache | None = None, reference: Samples | None = None,
-                 tools: Tools | None = None, start: datetime | None = None) -> dict[str, Any]:
+                 reference: Samples | None = None, start: datetime | None = None) -> dict[str, Any]:
     """Run ``recording`` through a session; write played.wav, events.jsonl and summary.json.
 
     ``reference`` is the playback recorded with a room session (``assistant run --record``): the
     echo canceller is fed with it, since the recording holds the echo of that playback. The
-    ``tools`` see the time as ``start`` (default: now) plus the session time, so timers set in a
+    tools see the time as ``start`` (default: now) plus the session time, so timers set in a
     replay fall due in it.
     """
+    cfg, tools = parts.cfg, parts.tools
     rate = cfg.audio.sample_rate
     clock = clock or SampleClock(rate, realtime=realtime)
     echo = echo or Echo()
@@ -78,8 +114,7 @@ async def replay(cfg: Config, recording: Samples, out_dir: Path, backends: Backe
 
     if tools is not None:
         tools.now = now
-    session = Session(cfg, clock, bus, device, device.speaker, backends, phrase_cache,  # refuses a bad set-up first
-                      tools=tools, now=now)
+    session = parts.session(clock, bus, device, device.speaker, now=now)  # refuses a bad set-up first
     out_dir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - before the session: nothing waits yet
     recorder = JsonlRecorder(out_dir / "events.jsonl")
     summary = SummaryBuilder()

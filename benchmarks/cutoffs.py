@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from assistant import backends, config  # noqa: E402
+from assistant.app import Parts  # noqa: E402
 from assistant.audio.wav import read_wav  # noqa: E402
 from assistant.replay import replay  # noqa: E402
 from tests.doubles import ScriptedAsr, ScriptedLlm, ToneTts  # noqa: E402
@@ -40,7 +41,7 @@ async def count(cfg: config.Config, turn: object, audio: np.ndarray) -> tuple[in
     vad.load()
     models = backends.Backends(vad=vad, asr=ScriptedAsr(*["好"] * 200), llm=ScriptedLlm(*["好。"] * 200),
                                tts=ToneTts(seconds_per_char=0.01), turn=turn)  # type: ignore[arg-type]
-    summary = await replay(cfg, audio, Path(tempfile.mkdtemp(prefix="cutoffs-")), models)
+    summary = await replay(Parts(cfg, models), audio, Path(tempfile.mkdtemp(prefix="cutoffs-")))
     waits = [t["endpoint_wait_s"] for t in summary["turns"]]
     return len(waits), statistics.mean(waits) if waits else float("nan")
 

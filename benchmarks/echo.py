@@ -39,15 +39,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from assistant import backends, logs  # noqa: E402
+from assistant.app import Parts  # noqa: E402
 from assistant.audio import replay as replay_audio  # noqa: E402
 from assistant.events import BargeIn, Subscriber  # noqa: E402
 from assistant.replay import Echo, replay  # noqa: E402
 from assistant.text.echo_match import match  # noqa: E402
 from models.assets import Assets  # noqa: E402
 from models.llama_llm import LlamaLlm  # noqa: E402
+from models.protocols import Backends  # noqa: E402
 from models.sherpa_vad import silero_model_path  # noqa: E402
 from models.silero_vad import SileroVad  # noqa: E402
-from states.session import Backends  # noqa: E402
 from tests import sessions  # noqa: E402
 from tests.conftest import SHARED, make_config  # noqa: E402
 from tests.doubles import ScriptedAsr, ScriptedLlm, ToneTts  # noqa: E402
@@ -101,7 +102,7 @@ async def run(models: Models, audio: Any, overrides: tuple[str, ...], out: Path,
     models["vad"].reset()
     chain = Backends(vad=models["vad"], asr=models["asr"], llm=llm, tts=models["tts"], kws=models["kws"])
     try:
-        summary = await replay(make_config(*HANDS_FREE, *overrides), audio, out, chain, echo=ECHO,
+        summary = await replay(Parts(make_config(*HANDS_FREE, *overrides), chain), audio, out, echo=ECHO,
                                subscribers=subscribers)
     finally:
         llm.close()
@@ -151,7 +152,7 @@ async def playback_start(models: Models, layout: sessions.Layout, out: Path) -> 
     models["vad"].reset()
     chain = Backends(vad=models["vad"], asr=ScriptedAsr("你在吗"), llm=ScriptedLlm("在的。"), tts=ToneTts(),
                      kws=models["kws"])
-    await replay(make_config(*HANDS_FREE), layout.audio, out, chain)
+    await replay(Parts(make_config(*HANDS_FREE), chain), layout.audio, out)
     return float(next(e["t"] for e in events_of(out) if e["type"] == "playback_started"))
 
 

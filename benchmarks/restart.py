@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +29,8 @@ def main() -> int:
                              "worker.restart_backoff_s=0"])
     logs.setup(cfg.log.level, cfg.log.format)
     models = backends.conversation(cfg)
-    app.load(models)
+    loading = ExitStack()
+    loading.enter_context(app.loaded(*models.all()))
     times: dict[str, list[float]] = {"apology rendered again": [], "apology kept": []}
     try:
         for _ in range(args.rounds):
@@ -38,7 +40,7 @@ def main() -> int:
                 times[label].append(restart_s(models))
                 print(f"  {label}: {times[label][-1]:.2f} s", file=sys.stderr)
     finally:
-        app.close(models)
+        loading.close()
     print("| restart after SIGKILL | median (s) | runs |\n|---|---|---|")
     for label, values in times.items():
         print(f"| {label} | {statistics.median(values):.2f} | {', '.join(f'{v:.2f}' for v in values)} |")

@@ -25,6 +25,7 @@ import statistics
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,6 @@ from assistant.audio.wav import read_wav  # noqa: E402
 from assistant.clock import SampleClock  # noqa: E402
 from assistant.events import EventBus, PlaybackStarted, SpeechEnded  # noqa: E402
 from models.worker import lockstep  # noqa: E402
-from states.session import Session  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "audio"
 CLIPS = [SHARED / "real" / "ask_who_are_you.wav", SHARED / "real" / "hey_xiaozhi.wav",
@@ -144,7 +144,7 @@ async def soak(cfg: config.Config, models: Any, turns: int, realtime: bool) -> l
     bus.subscribe(Progress(sampler))
     room = Playlist(clock, cfg.audio.chunk_samples, turns, realtime=realtime)
     tools = backends.tools(cfg, data_dir=Path(tempfile.mkdtemp(prefix="soak-")))  # one database, as in a home
-    session = Session(cfg, clock, bus, room, room.speaker, models, tools=tools)
+    session = app.Parts(cfg, models, tools).session(clock, bus, room, room.speaker)
     room.keep_going = lambda: session.state != "idle"
     with lockstep(not realtime):
         await session.run()
@@ -179,11 +179,12 @@ def main() -> int:
                              "dialog.follow_up_s=0", *args.set])
     logs.setup(cfg.log.level, cfg.log.format)
     models = backends.conversation(cfg)
-    app.load(models)
+    loading = ExitStack()
+    loading.enter_context(app.loaded(*models.all()))
     try:
         rows = asyncio.run(soak(cfg, models, args.turns, not args.lockstep))
     finally:
-        app.close(models)
+        loading.close()
     print("| process | what | after warm-up | at the end | growth |")
     print("|---|---|---|---|---|")
     for proc in ("main", "worker"):

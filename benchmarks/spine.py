@@ -19,13 +19,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from assistant.app import Parts
 from assistant.audio import replay as replay_audio
 from assistant.audio.wav import read_wav
 from assistant.events import BargeIn
 from assistant.replay import replay
 from models.assets import Assets
+from models.protocols import Backends
 from models.sherpa_vad import SherpaSileroVad, silero_model_path
-from states.session import Backends
 from tests.conftest import make_config, real, session_of, silence
 from tests.doubles import ScriptedAsr, ScriptedLlm, ToneTts
 
@@ -53,7 +54,7 @@ def backends(vad: SherpaSileroVad) -> Backends:
 async def replay_speed(vad: SherpaSileroVad, out: Path) -> None:
     audio = read_wav(REAL / "car_commands_68s.wav", 16000)
     started = time.perf_counter()
-    summary = await replay(make_config("log.level='error'"), audio, out / "speed", backends(vad))
+    summary = await replay(Parts(make_config("log.level='error'"), backends(vad)), audio, out / "speed")
     spent = time.perf_counter() - started
     print(f"Replay in lockstep (real VAD + doubles): {len(audio) / 16000:.1f} s session in {spent:.2f} s "
           f"= {len(audio) / 16000 / spent:.0f}x real time, {len(summary['turns'])} turns")
@@ -79,7 +80,7 @@ async def barge_in_latency(vad: SherpaSileroVad, out: Path, runs: int = 10) -> N
         try:
             b = backends(vad)
             b.llm = ScriptedLlm("我是听说，一个离线的普通话语音助手，我可以回答问题，也可以帮你设定提醒。", "好的。")
-            await replay(make_config("log.level='error'"), session, out / f"barge{i}", b, subscribers=[on_event])
+            await replay(Parts(make_config("log.level='error'"), b), session, out / f"barge{i}", subscribers=[on_event])
         finally:
             replay_audio.ReplaySpeaker.clear = original  # type: ignore[method-assign]
         delays.append((marks["cleared"] - marks["decided"]) * 1000)

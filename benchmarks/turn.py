@@ -30,6 +30,7 @@ import statistics
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from assistant import app, backends, config, logs  # noqa: E402
+from assistant.app import Parts  # noqa: E402
 from assistant.audio.wav import read_wav, resample  # noqa: E402
 from assistant.events import to_record  # noqa: E402
 from assistant.replay import replay  # noqa: E402
@@ -125,7 +127,7 @@ async def tingshuo(cfg: config.Config, models: Any, name: str, audio: np.ndarray
     models.vad.reset()
     models.llm.history.clear()
     tools = backends.tools(cfg, data_dir=out / name)
-    summary = await replay(cfg, audio, out / name, models, realtime=True, subscribers=[keep], tools=tools)
+    summary = await replay(Parts(cfg, models, tools), audio, out / name, realtime=True, subscribers=[keep])
     parts, heard, reply, note = parts_of(records, speech_end)
     spoken = [t for t in summary["turns"] if t["first_audio_t"] is not None]
     gaps = {"max_gap": max((t["max_gap_s"] or 0.0 for t in spoken), default=0.0),
@@ -199,7 +201,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     cfg = config.load(args.config, overrides)
     logs.setup(cfg.log.level, cfg.log.format)
     models = backends.conversation(cfg)
-    app.load(models)
+    loading = ExitStack()
+    loading.enter_context(app.loaded(*models.all()))
     plain = None
     if not args.no_naive:  # Whisper over its 30 s window; Kokoro rendering every frame in one call
         naive_cfg = replace(cfg, asr=replace(cfg.asr, window_s=30.0),
@@ -226,7 +229,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         print(f"  {name}: {ours[-1].parts['total']} s", file=sys.stderr)
         if plain is not None:
             theirs.append(await naive(cfg, models, *plain, name, audio, end))
-    app.close(models)
+    loading.close()
     for model in plain or ():
         model.close()
     result: dict[str, Any] = {"tingshuo": [t.__dict__ for t in ours], "tingshuo_p50_s": p50_total(ours)}

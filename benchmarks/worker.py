@@ -23,6 +23,7 @@ import signal
 import statistics
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -101,13 +102,14 @@ def main() -> int:
         logs.setup(cfg.log.level, cfg.log.format)
         t = time.perf_counter()
         models = backends.conversation(cfg)
-        app.load(models)
+        loading = ExitStack()
+        loading.enter_context(app.loaded(*models.all()))
         load_s = time.perf_counter() - t
         asyncio.run(measure(models, 1))  # warm-up: first calls pay for allocations
         result = asyncio.run(measure(models, args.rounds))
         result["load"] = f"{load_s:.1f} s"
         result["restart"] = f"{restart_s(models):.1f} s" if process else "—"
-        app.close(models)
+        loading.close()
         rows.append((label, result))
         print(f"  {label}: {result}", file=sys.stderr)
     keys = ["round_trip", "asr", "first_token", "tokens_s", "tts_first", "stop", "load", "restart"]

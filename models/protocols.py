@@ -7,11 +7,14 @@ backend's worker thread, so cancellation lands between pieces.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Protocol, runtime_checkable
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
+
+from models.cores import CoreGate
 
 Samples = npt.NDArray[np.float32]
 
@@ -126,3 +129,40 @@ class Tts(Protocol):
     def stop(self) -> None:
         """Stop synthesizing at the next piece."""
         ...
+
+
+class Worker(Protocol):
+    """The process the ASR, LLM and TTS run in when they are not in the session's own."""
+
+    apology: Samples  # "sorry, I lost my train of thought", rendered when the worker started
+    rates: dict[str, int]  # each backend's sample rate
+
+    @property
+    def pid(self) -> int | None: ...
+
+    @property
+    def up(self) -> bool: ...
+
+    def attach(self, publish: Callable[[Any], None]) -> None: ...
+
+    def detach(self) -> None: ...
+
+    def kill(self, reason: str) -> None: ...
+
+
+@dataclass
+class Backends:
+    """The models a session uses, one per kind (the KWS only in keyword mode)."""
+
+    vad: Vad
+    asr: Asr
+    llm: Llm
+    tts: Tts
+    kws: Kws | None = None
+    turn: Turn | None = None  # the end-of-turn model, if endpointing uses one
+    cores: CoreGate | None = None  # held while a reply's first audio is made (the LLM waits meanwhile)
+    worker: Worker | None = None  # the process the ASR, LLM and TTS run in, if not this one
+
+    def all(self) -> list[Vad | Kws | Turn | Asr | Llm | Tts]:
+        """Every model present, in loading order."""
+        return [m for m in (self.vad, self.kws, self.turn, self.asr, self.llm, self.tts) if m is not None]

@@ -14,7 +14,6 @@ import itertools
 import os
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -30,8 +29,7 @@ from assistant.health import OthersLoad
 from assistant.phrase_cache import PhraseCache
 from assistant.text.wake import strip_wake_words
 from assistant.worker.watchdog import SlowTurns
-from models.cores import CoreGate
-from models.protocols import Asr, Kws, Llm, ModelError, Tts, Turn, Vad
+from models.protocols import Backends, ModelError
 from states import machine
 from states.echo_defence import EchoDefence
 from states.idle import Idle
@@ -44,7 +42,6 @@ from states.thinking import Thinking
 
 if TYPE_CHECKING:
     from assistant.tools.answers import Tools
-    from assistant.worker.process import InferenceProcess
 
 log = structlog.get_logger("session")
 
@@ -54,20 +51,6 @@ class Requester(Protocol):
 
 
 Tap = Callable[[Samples, Samples], None]  # (microphone chunk as captured, what the speaker played meanwhile)
-
-
-@dataclass
-class Backends:
-    """The models a session uses, one per kind (the KWS only in keyword mode)."""
-
-    vad: Vad
-    asr: Asr
-    llm: Llm
-    tts: Tts
-    kws: Kws | None = None
-    turn: Turn | None = None  # the end-of-turn model, if endpointing uses one
-    cores: CoreGate | None = None  # held while a reply's first audio is made (the LLM waits meanwhile)
-    worker: InferenceProcess | None = None  # the process the ASR, LLM and TTS run in, if not this one
 
 
 class Session:

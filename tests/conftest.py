@@ -14,11 +14,12 @@ import pytest
 
 from assistant import cli, logs
 from assistant import config as config_mod
+from assistant.app import Parts
 from assistant.audio.wav import read_wav
 from assistant.replay import Echo, replay
 from models.assets import Assets
+from models.protocols import Backends
 from models.sherpa_vad import SherpaSileroVad, silero_model_path
-from states.session import Backends
 from tests.doubles import ScriptedAsr, ScriptedLlm, ToneTts
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,9 +108,9 @@ def run_replay(tmp_path: Path, vad: SherpaSileroVad) -> ReplayRunner:
         the_vad.reset()
         backends = Backends(vad=the_vad, asr=asr or ScriptedAsr("你是谁"), llm=llm or ScriptedLlm("我是听说。"),
                             tts=tts or ToneTts(), kws=kws, turn=turn)
-        summary = await replay(make_config(*overrides), recording, out, backends, echo=echo,
-                               subscribers=subscribers, realtime=realtime, clock=clock, phrase_cache=phrase_cache,
-                               tools=tools, start=start)
+        parts = Parts(make_config(*overrides), backends, tools, phrase_cache)
+        summary = await replay(parts, recording, out, echo=echo, subscribers=subscribers, realtime=realtime,
+                               clock=clock, start=start)
         events = [json.loads(line) for line in (out / "events.jsonl").read_text(encoding="utf-8").splitlines()]
         assert summary == json.loads((out / "summary.json").read_text(encoding="utf-8"))
         return Replayed(events, summary, read_wav(out / "played.wav", RATE), out)

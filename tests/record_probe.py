@@ -13,13 +13,13 @@ import json
 import sys
 from pathlib import Path
 
-from assistant import app, config, logs
+from assistant import app, config, live, logs
 from assistant.clock import SampleClock
 from assistant.events import Event, to_record
 from models.assets import Assets
+from models.protocols import Backends
 from models.sherpa_vad import silero_model_path
 from models.silero_vad import SileroVad
-from states.session import Backends
 from tests.doubles import ScriptedAsr, ScriptedLlm, ToneTts
 
 TAIL_S = 2.0
@@ -31,11 +31,11 @@ async def main(folder: Path) -> Path:
                              "audio.capture_device='tscap'", "audio.playback_device='tsplay'"])
     logs.setup("warning")
     clock = SampleClock(16000, realtime=True)
-    source, sink = app.open_devices(cfg, clock)
+    source, sink = live.open_devices(cfg, clock)
     vad = SileroVad(silero_model_path(Assets()))
     vad.load()
     backends = Backends(vad=vad, asr=ScriptedAsr("你是谁"), llm=ScriptedLlm("我是听说。"), tts=ToneTts())
-    rec = app.recorder(folder, cfg.audio.sample_rate)
+    rec = live.recorder(folder, cfg.audio.sample_rate)
 
     reply_done = asyncio.Event()
 
@@ -55,7 +55,7 @@ async def main(folder: Path) -> Path:
 
     stopper = asyncio.create_task(stop_after_reply())
     try:
-        await asyncio.wait_for(app.run_live(cfg, clock, source, sink, backends, [on_event], recorder=rec), 60)
+        await asyncio.wait_for(live.hold(app.Parts(cfg, backends), clock, source, sink, [on_event], recorder=rec), 60)
     finally:
         stopper.cancel()
         source.close()

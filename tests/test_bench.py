@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from assistant.bench import REPLIES, measure, run, side, table
+from assistant.commands.bench import REPLIES, measure, run, side, table
 from assistant.pipeline import PipelineOptions
 from assistant.timeline import plot_turn, turns
 from tests.conftest import real, session_of, silence

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from assistant import config, doctor
-from assistant.doctor import ABSENT, ERROR, OK, WARN, Env, Row
+from assistant import config
+from assistant.commands import doctor
+from assistant.commands.doctor import ABSENT, ERROR, OK, WARN, Env, Row
 from models.sherpa_build import Support
 from tests.conftest import ROOT
 

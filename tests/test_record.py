@@ -19,14 +19,15 @@ from typing import Any
 import numpy as np
 import pytest
 
+from assistant.app import Parts
 from assistant.audio.recorder import GrowingWav
 from assistant.audio.reference import PlayedAudio
 from assistant.audio.wav import read_wav, write_wav
 from assistant.replay import replay
 from models.assets import Assets
+from models.protocols import Backends
 from models.sherpa_vad import silero_model_path
 from models.silero_vad import SileroVad
-from states.session import Backends
 from tests.conftest import ROOT, make_config, real, session_of, silence
 from tests.doubles import ScriptedAsr, ScriptedLlm, ToneTts
 from tests.test_audio import run_on_file_plugin
@@ -124,7 +125,7 @@ async def test_a_recorded_session_replays_with_its_playback_as_the_reference(rec
     try:
         backends = Backends(vad=vad, asr=ScriptedAsr("你是谁"), llm=ScriptedLlm(REPLY), tts=ToneTts())
         out = tmp_path / "out"
-        summary = await replay(make_config("dialog.follow_up_s=0", f"echo.cancel={cancel}"), mic, out, backends,
+        summary = await replay(Parts(make_config("dialog.follow_up_s=0", f"echo.cancel={cancel}"), backends), mic, out,
                                reference=played)
     finally:
         vad.close()

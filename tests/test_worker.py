@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from assistant import backends
+from assistant.app import Parts
 from assistant.audio.wav import read_wav
 from assistant.config import Config
 from assistant.events import LlmFirstToken, PlaybackStarted, WorkerRestarted, WorkerStarted
@@ -23,8 +24,7 @@ from assistant.events import WorkerLost as LostEvent
 from assistant.replay import replay
 from assistant.worker.process import InferenceProcess, WorkerLost
 from assistant.worker.remote import RemoteAsr, RemoteLlm, RemoteTts
-from models.protocols import ModelError
-from states.session import Backends
+from models.protocols import Backends, ModelError
 from tests.conftest import RATE, make_config, real, says, session_of, silence
 
 pytestmark = pytest.mark.slow
@@ -165,7 +165,7 @@ async def test_a_session_whose_worker_is_killed_mid_reply_apologizes_and_answers
     audio = session_of(silence(0.5), read_wav(CORPUS_020, RATE), silence(16.0), real("ask_who_are_you.wav"),
                        silence(7.0))
     try:
-        summary = await replay(cfg, audio, tmp_path / "out", models, realtime=True,
+        summary = await replay(Parts(cfg, models), audio, tmp_path / "out", realtime=True,
                                subscribers=[kill_at_first_token])
     finally:
         w.close()

@@ -59,11 +59,9 @@ def main(conn: Connection, cfg: Config, free: Flag | None, apology_text: str) ->
 
 
 def _load(cfg: Config, gate: CoreGate | None) -> dict[str, Any]:
-    from assistant import backends
+    from assistant import app
 
-    assets = backends.assets_for(cfg)
-    models: dict[str, Any] = {"asr": backends.asr(cfg, assets), "llm": backends.llm(cfg, assets, gate),
-                              "tts": backends.tts(cfg, assets)}
+    models = app.inference(cfg, gate)
     for model in models.values():
         model.load()
     return models

@@ -9,16 +9,20 @@ not sent to a device), so a chunk that arrives after the previous one ran out is
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import statistics
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from assistant import backends
+from assistant.app import loaded
 from assistant.audio.wav import NullSink
+from assistant.clock import WallClock
+from assistant.config import Config, ConfigError
 from assistant.events import Event, EventBus, to_record
 from assistant.pipeline import PipelineOptions, SpeechPipeline
 from assistant.timeline import plot_turn
@@ -30,14 +34,6 @@ REPLIES = (
     ("numbers and a date", "您的会议安排在2026-12-03下午15:30，地点是3号楼205会议室，预计持续1.5小时。"
                            "会议资料共有12页，大约2.4MB，请提前10分钟到场，路上注意安全。"),
 )
-
-
-class WallClock:
-    def __init__(self) -> None:
-        self.start = time.perf_counter()
-
-    def now(self) -> float:
-        return time.perf_counter() - self.start
 
 
 @dataclass
@@ -138,3 +134,14 @@ def run(tts: Tts, options: PipelineOptions, repeats: int, plots: Path | None, as
     if as_json:
         return json.dumps({k: result[k] for k in ("whole_reply", "pipelined", "ratio_first_audio_p50")})
     return table(result)
+
+
+def command(cfg: Config, args: argparse.Namespace) -> int:
+    if args.repeats < 1:
+        raise ConfigError("--repeats must be at least 1")
+    tts = backends.tts(cfg, backends.assets_for(cfg))
+    with loaded(tts):
+        print(run(tts, PipelineOptions.from_config(cfg), args.repeats, args.plots, args.json))
+    if not args.json:
+        print(f"timelines: {args.plots}/bench_*.png")
+    return 0

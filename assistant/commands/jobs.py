@@ -17,28 +17,12 @@ from typing import Any
 import numpy as np
 
 from assistant import backends, respond
+from assistant.app import loaded
 from assistant.audio.alsa import AlsaSink
 from assistant.audio.protocols import AudioSink, Samples
 from assistant.audio.wav import WavFileSink, read_wav, resample, write_wav
 from assistant.config import Config
 from assistant.respond import Responder
-
-
-@contextmanager
-def loaded(*models: Any) -> Iterator[None]:
-    """Load the models, and close them whatever happens."""
-    from assistant.text.normalize import preload
-
-    done = []
-    try:
-        preload()
-        for m in models:
-            m.load()
-            done.append(m)
-        yield
-    finally:
-        for m in reversed(done):
-            m.close()
 
 
 def transcribe(cfg: Config, args: argparse.Namespace) -> int:
@@ -114,7 +98,7 @@ def answer_file(cfg: Config, args: argparse.Namespace) -> int:
 async def _answer(cfg: Config, llm: Any, tts: Any, question: str, sink: AudioSink | None,
                   output: Path | None) -> None:
     """Print the reply as the LLM writes it and speak it at the same time, chunk by chunk."""
-    from assistant.bench import WallClock
+    from assistant.clock import WallClock
     from assistant.events import EventBus
     from assistant.pipeline import PipelineOptions, SpeechPipeline
 

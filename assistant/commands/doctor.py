@@ -348,7 +348,7 @@ def open_pcm(kind: str, device: str, rate: int) -> str | None:
 
 def models(cfg: Config, env: Env) -> list[Row]:
     from assistant.backends import assets_for
-    from assistant.models_cmd import configured
+    from assistant.commands.models import configured
 
     assets, rows = assets_for(cfg), []
     for model in configured(cfg):
