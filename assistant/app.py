@@ -29,6 +29,7 @@ from states.session import Session, Tap
 
 if TYPE_CHECKING:
     from assistant.tools.answers import Tools
+    from assistant.wyoming.handler import Services
 
 
 @contextmanager
@@ -85,3 +86,22 @@ def inference(cfg: Config, gate: CoreGate | None) -> dict[str, Any]:
     """The worker process's models (ASR, LLM, TTS), not yet loaded."""
     assets = build.assets_for(cfg)
     return {"asr": build.asr(cfg, assets), "llm": build.llm(cfg, assets, gate), "tts": build.tts(cfg, assets)}
+
+
+@contextmanager
+def services(cfg: Config) -> Iterator[Services]:
+    """The Wyoming services' models, loaded: the ASR, the TTS and a spotter for the wake words."""
+    from assistant.pipeline import PipelineOptions
+    from assistant.wyoming.handler import Services
+    from assistant.wyoming.info import describe
+    from models.protocols import Voices
+
+    assets = build.assets_for(cfg)
+    asr, tts = build.asr(cfg, assets), build.tts(cfg, assets)
+    words = list(cfg.wake.keywords)
+    kws = build.kws(cfg, assets, words)
+    with loaded(*[m for m in (asr, tts, kws) if m is not None]):
+        voices = tts.voices if isinstance(tts, Voices) else ["matcha"]
+        voice = tts.voice if isinstance(tts, Voices) else "matcha"
+        yield Services(describe(cfg, voices, words), asr, tts, kws, PipelineOptions.from_config(cfg), voice=voice,
+                       cache=build.phrase_cache(cfg, assets))

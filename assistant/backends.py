@@ -52,12 +52,12 @@ def kws_words(cfg: Config) -> list[str]:
     return words
 
 
-def kws(cfg: Config, assets: Assets) -> Kws | None:
-    """The keyword spotter, or None when there is no word to spot."""
+def kws(cfg: Config, assets: Assets, words: list[str] | None = None) -> Kws | None:
+    """The keyword spotter for ``words`` (default: what the session spots), or None when there is none."""
     from models import sherpa_build
     from models.sherpa_kws import MODEL, Keyword, SherpaKws
 
-    words = kws_words(cfg)
+    words = kws_words(cfg) if words is None else words
     if not words:
         return None
     keywords = [Keyword(w, cfg.kws.boosts.get(w, cfg.kws.boost), cfg.kws.thresholds.get(w, cfg.kws.threshold))

@@ -18,10 +18,12 @@ from assistant.audio.protocols import AudioDeviceError
 from assistant.audio.wav import BadAudioFile
 from assistant.commands import bench, doctor, jobs, models, tools, tuning
 from assistant.config import Config, ConfigError, load
+from assistant.net import ListenError
 from assistant.tools.store import StoreError
 from models.protocols import ModelError
 
-USER_ERRORS = (ConfigError, BadAudioFile, ModelError, AudioDeviceError, StoreError)
+USER_ERRORS = (ConfigError, BadAudioFile, ModelError, AudioDeviceError, StoreError, ListenError)
+SERVICES = ("run", "serve")  # the long-running commands (they write log.file)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -36,6 +38,8 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", parents=[common], help="hold conversations on the sound card")
     run.add_argument("--record", type=Path, default=None, metavar="DIR",
                      help="save the microphone, the playback and the events of this session under DIR")
+    sub.add_parser("serve", parents=[common],
+                   help="offer the ASR, TTS and wake words to Home Assistant as Wyoming services (wyoming.uri)")
     rp = sub.add_parser("replay", parents=[common], help="run a recorded session through the assistant")
     rp.add_argument("session", type=Path,
                     help="the microphone recording (any wav), or a folder saved by `assistant run --record`")
@@ -88,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         cfg = _config(args)
-        if args.command != "run":  # a log file is for the service, not for one-shot commands
+        if args.command not in SERVICES:  # a log file is for the services, not for one-shot commands
             cfg = replace(cfg, log=replace(cfg.log, file=""))
         logs.setup(cfg.log.level, cfg.log.format, logs.file_for(cfg))
         return COMMANDS[args.command](cfg, args)
@@ -107,14 +111,21 @@ def _run(cfg: Config, args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve(cfg: Config, args: argparse.Namespace) -> int:
+    from assistant.wyoming import serve
+
+    serve.run(cfg)
+    return 0
+
+
 def _replay(cfg: Config, args: argparse.Namespace) -> int:
     replay.run(cfg, args.session, args.out, args.echo, args.realtime, args.plot)
     return 0
 
 
 COMMANDS: dict[str, Callable[[Config, argparse.Namespace], int]] = {
-    "run": _run, "replay": _replay, "vad": tuning.vad, "config": tuning.config, "normalize": tuning.normalize,
-    "models": models.run, "bench": bench.command, "transcribe": jobs.transcribe, "say": jobs.say,
-    "ask": jobs.ask, "file": jobs.answer_file, "todos": tools.todos, "reminders": tools.reminders,
+    "run": _run, "serve": _serve, "replay": _replay, "vad": tuning.vad, "config": tuning.config,
+    "normalize": tuning.normalize, "models": models.run, "bench": bench.command, "transcribe": jobs.transcribe,
+    "say": jobs.say, "ask": jobs.ask, "file": jobs.answer_file, "todos": tools.todos, "reminders": tools.reminders,
     "doctor": doctor.run,
 }

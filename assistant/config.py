@@ -15,17 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-
-class ConfigError(ValueError):
-    """A config file or override that cannot be used; the message names the key."""
-
-
-def _opt(default: Any, doc: str, *, lo: float | None = None, hi: float | None = None,
-         choices: tuple[str, ...] | None = None, allow_empty: bool = False) -> Any:
-    meta = {"doc": doc, "lo": lo, "hi": hi, "choices": choices, "allow_empty": allow_empty, "default": default}
-    if isinstance(default, dict):
-        return field(default_factory=lambda: dict(default), metadata=meta)
-    return field(default=default, metadata=meta)
+from assistant.config_fields import ConfigError as ConfigError
+from assistant.config_fields import opt as _opt
+from assistant.config_house import WyomingConfig
 
 
 @dataclass(frozen=True)
@@ -356,6 +348,7 @@ class Config:
     tts: TtsConfig = field(default_factory=TtsConfig)
     worker: WorkerConfig = field(default_factory=WorkerConfig)
     log: LogConfig = field(default_factory=LogConfig)
+    wyoming: WyomingConfig = field(default_factory=WyomingConfig)
     base_dir: Path = field(default=Path("."), metadata={"internal": True})
 
     def max_duration_s(self, state: str) -> float:

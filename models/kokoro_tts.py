@@ -129,6 +129,16 @@ def plan(text: str, phonemize: Callable[[str], str], limit: int = MAX_PHONEMES) 
     return [*pieces, current] if current else pieces
 
 
+def _style(path: Path) -> np.ndarray:
+    """A voice's style vectors, one row per phoneme count, from its verified file."""
+    sha = VOICE_SHA256.get(path.name)
+    if sha is None:
+        raise ModelError(f"tts: unknown Kokoro voice {path.stem}; expected one of "
+                         f"{', '.join(sorted(n.removesuffix('.bin') for n in VOICE_SHA256))}")
+    verified(path, sha, "tts")
+    return np.fromfile(path, "<f4").reshape(STYLE_ROWS, 1, STYLE_DIM)
+
+
 class KokoroTts:
     """The ``Tts`` protocol on Kokoro-82M v1.0 int8 with one Mandarin voice."""
 
@@ -160,20 +170,33 @@ class KokoroTts:
     def load(self) -> None:
         self._worker.call(self._create)
 
+    @property
+    def voice(self) -> str:
+        """The voice it speaks with now."""
+        return self.voice_path.stem
+
+    @property
+    def voices(self) -> list[str]:
+        """The Mandarin voices it can speak with: those whose files lie beside the configured one."""
+        return sorted(n.removesuffix(".bin") for n in VOICE_SHA256 if (self.voice_path.parent / n).is_file())
+
+    async def use_voice(self, name: str) -> None:
+        """Speak with voice ``name`` (one of ``voices``) from the next ``synthesize`` on."""
+        if name != self.voice:
+            path = self.voice_path.parent / f"{name}.bin"
+            self._voice = await self._worker.run(_style, path)
+            self.voice_path = path
+
     def _create(self) -> None:
-        voice_sha = VOICE_SHA256.get(self.voice_path.name)
-        if voice_sha is None:
-            raise ModelError(f"tts: unknown Kokoro voice {self.voice_path.name}; "
-                             f"expected one of {', '.join(sorted(VOICE_SHA256))}")
         verified(self.model_path, MODEL_SHA256, "tts")
         verified(self.vocab_path, VOCAB_SHA256, "tts")
-        verified(self.voice_path, voice_sha, "tts")
+        voice = _style(self.voice_path)
 
         import onnxruntime as ort
         from misaki.zh import ZHG2P
 
         self._vocab = {str(k): int(v) for k, v in json.loads(self.vocab_path.read_text("utf-8"))["vocab"].items()}
-        self._voice = np.fromfile(self.voice_path, "<f4").reshape(STYLE_ROWS, 1, STYLE_DIM)
+        self._voice = voice
         options = ort.SessionOptions()
         options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1

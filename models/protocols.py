@@ -131,6 +131,21 @@ class Tts(Protocol):
         ...
 
 
+@runtime_checkable
+class Voices(Protocol):
+    """A TTS with more than one voice to speak with."""
+
+    @property
+    def voice(self) -> str: ...
+
+    @property
+    def voices(self) -> list[str]: ...
+
+    async def use_voice(self, name: str) -> None:
+        """Speak with voice ``name`` from the next ``synthesize`` on (ModelError if there is none)."""
+        ...
+
+
 class Worker(Protocol):
     """The process the ASR, LLM and TTS run in when they are not in the session's own."""
 
