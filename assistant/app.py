@@ -28,8 +28,10 @@ from models.protocols import Backends
 from states.session import Session, Tap
 
 if TYPE_CHECKING:
+    from assistant.respond import Responder
     from assistant.tools.answers import Tools
     from assistant.wyoming.handler import Services
+    from assistant.wyoming.link import HaLink
 
 
 @contextmanager
@@ -58,12 +60,14 @@ class Parts:
     backends: Backends
     tools: Tools | None = None
     phrase_cache: PhraseCache | None = None
+    responder: Responder | None = None  # who answers; by default the tools and the guarded LLM
+
 
     def session(self, clock: SampleClock, bus: EventBus, source: AudioSource, sink: AudioSink, *,
                 tap: Tap | None = None, now: Callable[[], datetime] | None = None) -> Session:
         """A session on this front end's clock and audio (refuses a set-up it cannot run)."""
         return Session(self.cfg, clock, bus, source, sink, self.backends, self.phrase_cache, tap=tap,
-                       tools=self.tools, now=now)
+                       tools=self.tools, now=now, responder=self.responder)
 
 
 @contextmanager
@@ -105,3 +109,18 @@ def services(cfg: Config) -> Iterator[Services]:
         voice = tts.voice if isinstance(tts, Voices) else "matcha"
         yield Services(describe(cfg, voices, words), asr, tts, kws, PipelineOptions.from_config(cfg), voice=voice,
                        cache=build.phrase_cache(cfg, assets))
+
+
+@contextmanager
+def satellite(cfg: Config, link: HaLink) -> Iterator[Parts]:
+    """A satellite's parts: the ears here (VAD, keyword spotter, end-of-turn model), the rest a Home
+    Assistant pipeline behind ``link``; its replies are Home Assistant's, spoken as they come."""
+    from assistant.respond import Responder
+    from assistant.wyoming.satellite import session_config
+
+    cfg = session_config(cfg)
+    assets = build.assets_for(cfg)
+    models = Backends(vad=build.vad(cfg, assets), asr=link.asr, llm=link.llm, tts=link.tts,
+                      kws=build.kws(cfg, assets), turn=build.turn(cfg, assets))
+    with loaded(*models.all()):
+        yield Parts(cfg, models, responder=Responder(link.llm, None, guarded=False, honest_limits=False))

@@ -23,7 +23,7 @@ from assistant.tools.store import StoreError
 from models.protocols import ModelError
 
 USER_ERRORS = (ConfigError, BadAudioFile, ModelError, AudioDeviceError, StoreError, ListenError)
-SERVICES = ("run", "serve")  # the long-running commands (they write log.file)
+SERVICES = ("run", "serve", "satellite")  # the long-running commands (they write log.file)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,6 +40,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="save the microphone, the playback and the events of this session under DIR")
     sub.add_parser("serve", parents=[common],
                    help="offer the ASR, TTS and wake words to Home Assistant as Wyoming services (wyoming.uri)")
+    sub.add_parser("satellite", parents=[common],
+                   help="be a satellite of Home Assistant: wake word and playback here, its pipeline answers")
     rp = sub.add_parser("replay", parents=[common], help="run a recorded session through the assistant")
     rp.add_argument("session", type=Path,
                     help="the microphone recording (any wav), or a folder saved by `assistant run --record`")
@@ -118,14 +120,21 @@ def _serve(cfg: Config, args: argparse.Namespace) -> int:
     return 0
 
 
+def _satellite(cfg: Config, args: argparse.Namespace) -> int:
+    from assistant.wyoming import satellite
+
+    satellite.run(cfg)
+    return 0
+
+
 def _replay(cfg: Config, args: argparse.Namespace) -> int:
     replay.run(cfg, args.session, args.out, args.echo, args.realtime, args.plot)
     return 0
 
 
 COMMANDS: dict[str, Callable[[Config, argparse.Namespace], int]] = {
-    "run": _run, "serve": _serve, "replay": _replay, "vad": tuning.vad, "config": tuning.config,
-    "normalize": tuning.normalize, "models": models.run, "bench": bench.command, "transcribe": jobs.transcribe,
-    "say": jobs.say, "ask": jobs.ask, "file": jobs.answer_file, "todos": tools.todos, "reminders": tools.reminders,
-    "doctor": doctor.run,
+    "run": _run, "serve": _serve, "satellite": _satellite, "replay": _replay, "vad": tuning.vad,
+    "config": tuning.config, "normalize": tuning.normalize, "models": models.run, "bench": bench.command,
+    "transcribe": jobs.transcribe, "say": jobs.say, "ask": jobs.ask, "file": jobs.answer_file,
+    "todos": tools.todos, "reminders": tools.reminders, "doctor": doctor.run,
 }

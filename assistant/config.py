@@ -17,7 +17,7 @@ from typing import Any
 
 from assistant.config_fields import ConfigError as ConfigError
 from assistant.config_fields import opt as _opt
-from assistant.config_house import WyomingConfig
+from assistant.config_house import SatelliteConfig, WyomingConfig
 
 
 @dataclass(frozen=True)
@@ -349,6 +349,7 @@ class Config:
     worker: WorkerConfig = field(default_factory=WorkerConfig)
     log: LogConfig = field(default_factory=LogConfig)
     wyoming: WyomingConfig = field(default_factory=WyomingConfig)
+    satellite: SatelliteConfig = field(default_factory=SatelliteConfig)
     base_dir: Path = field(default=Path("."), metadata={"internal": True})
 
     def max_duration_s(self, state: str) -> float:

@@ -1,4 +1,4 @@
-"""The settings for being part of a house: the Wyoming services Home Assistant reaches."""
+"""The settings for being part of a house: the Wyoming services and the satellite Home Assistant reaches."""
 
 from __future__ import annotations
 
@@ -14,3 +14,15 @@ class WyomingConfig:
     zeroconf: bool = opt(False, "Advertise the services on the LAN by mDNS (_wyoming._tcp), so Home Assistant "
                                 "discovers them; needs a LAN address in uri.")
     name: str = opt("tingshuo", "The name the services are described and advertised under.")
+
+
+@dataclass(frozen=True)
+class SatelliteConfig:
+    uri: str = opt("tcp://127.0.0.1:10701", "`assistant satellite` listens here for Home Assistant (tcp://HOST:PORT); "
+                                            "loopback unless you set a LAN address.")
+    zeroconf: bool = opt(False, "Advertise the satellite on the LAN by mDNS (_wyoming._tcp); needs a LAN address "
+                                "in uri.")
+    name: str = opt("tingshuo-satellite", "The satellite's name in Home Assistant.")
+    area: str = opt("", "The area (room) Home Assistant puts the satellite in; empty: none.")
+    reply_timeout_s: float = opt(15.0, "Give up on a request when Home Assistant sends no transcript, reply or audio "
+                                       "for this long.", lo=1.0, hi=300.0)

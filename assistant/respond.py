@@ -55,14 +55,16 @@ def for_config(cfg: Config, llm: Llm | None, tools: Tools | None,
 class Responder:
     def __init__(self, llm: Llm | None, tools: Tools | None, *, hotwords: HotwordCorrector | None = None,
                  tool_calls: bool = False, guard: GuardOptions | None = None,
-                 now: Callable[[], datetime] | None = None, honest_limits: bool = True) -> None:
+                 now: Callable[[], datetime] | None = None, honest_limits: bool = True,
+                 guarded: bool = True) -> None:
         self.llm = llm
         self.honest_limits = honest_limits
         self.tools = tools
         self.now = now or (tools.now if tools is not None else (lambda: datetime.now().astimezone()))
         self.hotwords = hotwords
         self.tool_calls = tool_calls
-        self.guard: GuardOptions | None = guard or GuardOptions()  # None: unguarded (to measure the guard)
+        # Unguarded: to measure the guard, and for a satellite, whose replies Home Assistant makes
+        self.guard: GuardOptions | None = (guard or GuardOptions()) if guarded else None
         self.last_reply = ""  # what was said last, for "再说一遍"
 
     def answer(self, text: str) -> Answer:

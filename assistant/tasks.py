@@ -45,6 +45,11 @@ class TaskScope:
         for task in stuck:
             log.error("task did not stop after cancel", task=task.get_name(), waited_s=self.cancel_timeout_s)
 
+    async def wait(self) -> None:
+        """Wait until every task spawned so far has ended (their errors are logged, not raised)."""
+        if self._tasks:
+            await asyncio.wait(list(self._tasks))
+
     def _finished(self, task: asyncio.Task[Any]) -> None:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:

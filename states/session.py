@@ -61,7 +61,7 @@ class Session:
     def __init__(self, cfg: Config, clock: SampleClock, bus: EventBus, source: AudioSource,
                  sink: AudioSink, backends: Backends, phrase_cache: PhraseCache | None = None,
                  tap: Tap | None = None, tools: Tools | None = None,
-                 now: Callable[[], datetime] | None = None) -> None:
+                 now: Callable[[], datetime] | None = None, responder: respond.Responder | None = None) -> None:
         if cfg.wake.mode == "keyword" and backends.kws is None:
             raise ModelError("wake.mode is 'keyword' but no keyword-spotting backend is configured")
         self.cfg, self.clock, self.bus = cfg, clock, bus
@@ -70,7 +70,7 @@ class Session:
         self.tap = tap
         self.tools = tools
         self.now = now or (lambda: datetime.now().astimezone())  # local wall time, for the tools
-        self.responder = respond.for_config(cfg, backends.llm, tools, self.now)
+        self.responder = responder or respond.for_config(cfg, backends.llm, tools, self.now)
         self.noise_guard = NoiseGuard(cfg.audio.sample_rate) if cfg.vad.noise_guard else None
         rate = cfg.audio.sample_rate
         held = int((cfg.listening.max_utterance_s + 5) * rate)

@@ -54,3 +54,26 @@ def describe(cfg: Config, voices: list[str], wake_words: list[str]) -> Info:
         models=[WakeModel(name=w, attribution=KWS, installed=True, version=None, description=f"wake word {w}",
                           languages=LANGUAGES, phrase=w) for w in wake_words])
     return Info(asr=[asr], tts=[tts], wake=[wake] if wake_words else [])
+
+
+def satellite_info(cfg: Config) -> Info:
+    """What ``assistant satellite`` says about itself: a satellite with its own wake words and endpointing."""
+    from wyoming.audio import AudioFormat
+    from wyoming.info import MicProgram, Satellite, SndProgram
+
+    from assistant.wyoming.link import MIC_RATE, PLAY_RATE
+
+    s, ours = cfg.satellite, _version()
+    words = list(cfg.wake.keywords) if cfg.wake.mode == "keyword" else []
+    wake = describe(cfg, [], words).wake
+    return Info(
+        satellite=Satellite(name=s.name, attribution=TINGSHUO, installed=True, version=ours, area=s.area or None,
+                            description="Tingshuo: a hands-free Mandarin satellite (its own wake word, endpointing, "
+                                        "echo defence and barge-in)",
+                            has_vad=True, active_wake_words=words, max_active_wake_words=len(words),
+                            supports_trigger=False),
+        wake=wake,
+        mic=[MicProgram(name=f"{s.name}-mic", attribution=TINGSHUO, installed=True, version=ours,
+                        description="the microphone, echo-cancelled", mic_format=AudioFormat(MIC_RATE, 2, 1))],
+        snd=[SndProgram(name=f"{s.name}-snd", attribution=TINGSHUO, installed=True, version=ours,
+                        description="the speaker", snd_format=AudioFormat(PLAY_RATE, 2, 1))])

@@ -55,7 +55,7 @@ async def serve(cfg: Config, server: AsyncServer, services: Services, stop: asyn
         await server.start(partial(Handler, services))
     except OSError as exc:
         raise ListenError(f"cannot listen on {cfg.wyoming.uri}: {exc.strerror or exc}") from None
-    advertised = await _advertise(cfg, server) if cfg.wyoming.zeroconf else None
+    advertised = await advertise(server, cfg.wyoming.name, "wyoming") if cfg.wyoming.zeroconf else None
     log.info("wyoming services ready", uri=cfg.wyoming.uri, asr=services.info.asr[0].models[0].name,
              voices=len(services.info.tts[0].voices), wake_words=[m.name for w in services.info.wake for m in w.models])
     systemd.notify("READY=1")
@@ -68,31 +68,30 @@ async def serve(cfg: Config, server: AsyncServer, services: Services, stop: asyn
         log.info("wyoming services stopped")
 
 
-async def _advertise(cfg: Config, server: AsyncServer) -> AsyncZeroconf | None:
-    """Announce the services as ``NAME._wyoming._tcp.local.`` on the LAN (Home Assistant discovers them)."""
+async def advertise(server: AsyncServer, name: str, section: str) -> AsyncZeroconf | None:
+    """Announce ``NAME._wyoming._tcp.local.`` on the LAN (Home Assistant discovers it), or say why not."""
     import socket
 
     from zeroconf.asyncio import AsyncServiceInfo, AsyncZeroconf
 
     if not isinstance(server, AsyncTcpServer):
-        log.warning("wyoming.zeroconf: only a tcp:// address can be advertised", uri=cfg.wyoming.uri)
+        log.warning(f"{section}.zeroconf: only a tcp:// address can be advertised")
         return None
     host: str | None = server.host
     if host in ("0.0.0.0", "::", ""):
         host = lan_address()
     if host is None:
-        raise ConfigError("wyoming.zeroconf: this machine has no LAN address to advertise")
+        raise ConfigError(f"{section}.zeroconf: this machine has no LAN address to advertise")
     if is_loopback(host):
-        log.warning("wyoming.zeroconf: a loopback address is not advertised; set a LAN address in wyoming.uri")
+        log.warning(f"{section}.zeroconf: a loopback address is not advertised; set a LAN address in {section}.uri")
         return None
     try:
         packed = socket.inet_pton(socket.AF_INET6 if ":" in host else socket.AF_INET, host)
     except OSError:
-        raise ConfigError(f"wyoming.zeroconf: {host!r} is not an IP address to advertise") from None
+        raise ConfigError(f"{section}.zeroconf: {host!r} is not an IP address to advertise") from None
     zc = AsyncZeroconf()
-    info: Any = AsyncServiceInfo("_wyoming._tcp.local.", f"{cfg.wyoming.name}._wyoming._tcp.local.",
+    info: Any = AsyncServiceInfo("_wyoming._tcp.local.", f"{name}._wyoming._tcp.local.",
                                  addresses=[packed], port=server.port)
     await zc.async_register_service(info)
-    log.info("advertised by mDNS", name=cfg.wyoming.name, host=host, port=server.port)
+    log.info("advertised by mDNS", name=name, host=host, port=server.port)
     return zc
-
