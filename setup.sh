@@ -18,6 +18,8 @@ dpkg -s libespeak-ng1 >/dev/null 2>&1 || need_apt+=(libespeak-ng1)     # English
 dpkg -s libspeexdsp1 >/dev/null 2>&1 || need_apt+=(libspeexdsp1)       # the linear echo canceller (echo.linear)
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)                       # also builds the test stand-ins
 command -v g++ >/dev/null 2>&1 || need_apt+=(g++)                       # llama-cpp-python builds with it
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)             # the tests load the status page in it
+dpkg -s fonts-wqy-microhei >/dev/null 2>&1 || need_apt+=(fonts-wqy-microhei)  # … and it shows Chinese
 if ((${#need_apt[@]})); then
     echo "setup: installing ${need_apt[*]} with apt-get"
     sudo_cmd=()

@@ -15,6 +15,7 @@ from assistant.config import Config, ConfigError
 from assistant.phrase_cache import PhraseCache, default_folder, tts_key
 from models.assets import Assets
 from models.cores import CoreGate
+from models.manifest import Model, by_name
 from models.protocols import Asr, Backends, Kws, Llm, Tts, Turn, Vad
 
 if TYPE_CHECKING:
@@ -22,6 +23,18 @@ if TYPE_CHECKING:
     from models.npu import NpuScheduler
 
 DATABASE = "tingshuo.sqlite3"
+
+
+def configured_models(cfg: Config) -> list[Model]:
+    """The models the current configuration uses."""
+    names = ["silero-vad", cfg.asr.model, "kws-zipformer-wenetspeech-3.3M"]
+    if cfg.models.tts == "kokoro":
+        names += ["kokoro-v1.0-int8", "kokoro-zh-voices"]
+    if cfg.models.llm == "llama":
+        names.append(cfg.llm.model)
+    if cfg.vad.turn_model:
+        names.append("smart-turn-v3.2")
+    return [by_name(n) for n in names]
 
 
 def assets_for(cfg: Config) -> Assets:

@@ -50,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="the mic also hears GAIN x the played audio, DELAY_MS later")
     rp.add_argument("--realtime", action="store_true", help="pace at 1x wall clock and record true latencies")
     rp.add_argument("--plot", action="store_true", help="also write a timeline PNG per turn into --out")
+    rp.add_argument("--status", action="store_true", help="show the replay live on the status page (status.address)")
     bp = sub.add_parser("bench", parents=[common], help="first audio: whole-reply synthesis against the pipeline")
     bp.add_argument("--repeats", type=int, default=3, help="runs per reply and mode (default 3)")
     bp.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
@@ -128,7 +129,7 @@ def _satellite(cfg: Config, args: argparse.Namespace) -> int:
 
 
 def _replay(cfg: Config, args: argparse.Namespace) -> int:
-    replay.run(cfg, args.session, args.out, args.echo, args.realtime, args.plot)
+    replay.run(cfg, args.session, args.out, args.echo, args.realtime, args.plot, args.status)
     return 0
 
 

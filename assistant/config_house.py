@@ -26,3 +26,14 @@ class SatelliteConfig:
     area: str = opt("", "The area (room) Home Assistant puts the satellite in; empty: none.")
     reply_timeout_s: float = opt(15.0, "Give up on a request when Home Assistant sends no transcript, reply or audio "
                                        "for this long.", lo=1.0, hi=300.0)
+
+
+@dataclass(frozen=True)
+class StatusConfig:
+    address: str = opt("127.0.0.1:8765", "The status page of `run`, `satellite` and `serve` (HOST:PORT; empty: no "
+                                         "page). A LAN address needs a token (token_file or $TINGSHUO_STATUS_TOKEN).",
+                       allow_empty=True)
+    token_file: str = opt("", "A file (mode 0600) holding the token the page asks for; empty: "
+                              "$TINGSHUO_STATUS_TOKEN, and on loopback none is needed.", allow_empty=True)
+    sample_s: float = opt(5.0, "The page samples every process's memory this often.", lo=0.5, hi=3600.0)
+    turns: int = opt(20, "The page shows this many last turns.", lo=1, hi=500)

@@ -10,6 +10,7 @@ import time
 from collections.abc import Sequence
 from contextlib import suppress
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -22,19 +23,27 @@ from assistant.config import Config
 from assistant.events import EventBus, Subscriber
 from assistant.tasks import TaskScope
 
+if TYPE_CHECKING:
+    from models.protocols import Worker
+
 log = structlog.get_logger("app")
 
 
 def run(cfg: Config, record: Path | None = None) -> None:
     """Hold conversations on the configured devices; with ``record``, save each session under it."""
+    from assistant.status.web import page_for, with_page
+
+    worker: list[Worker | None] = [None]
+    page = page_for(cfg, "run", lambda: {"main": os.getpid(), "worker": worker[0].pid if worker[0] else None})
     clock = SampleClock(cfg.audio.sample_rate, realtime=True)
     source, sink = open_devices(cfg, clock)  # before the models load: a missing card is found at once
     rec = None
     try:
         with app.conversation(cfg) as parts:
+            worker[0] = parts.backends.worker
             if record is not None:
                 rec = recorder(record, cfg.audio.sample_rate, cfg.audio.record_max_minutes, cfg.audio.record_keep)
-            asyncio.run(hold(parts, clock, source, sink, recorder=rec))
+            asyncio.run(with_page(page, lambda: hold(parts, clock, source, sink, [page.board], recorder=rec)))
     finally:
         source.close()
         sink.close()

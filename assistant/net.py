@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
+import stat
+from pathlib import Path
 
 
 class ListenError(OSError):
@@ -43,3 +46,24 @@ def probe(host: str, port: int, key: str) -> None:
             sock.bind(address)
         except OSError as exc:
             raise ListenError(f"{key}: cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+class SecretError(ValueError):
+    """A secret's file that cannot be used (unreadable, empty, or readable by others)."""
+
+
+def read_secret(path: Path | None, key: str, env: str) -> str | None:
+    """A token from ``path`` (a file only its owner may read), else from ``$env``; None if neither.
+    The token itself is never logged or put in a message."""
+    if path is None:
+        return os.environ.get(env, "").strip() or None
+    try:
+        mode = path.stat().st_mode
+        token = path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise SecretError(f"{key}: cannot read {path}: {exc.strerror or exc}") from None
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise SecretError(f"{key}: {path} can be read by others; run `chmod 600 {path}`")
+    if not token:
+        raise SecretError(f"{key}: {path} is empty")
+    return token

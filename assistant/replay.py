@@ -51,18 +51,24 @@ class Echo:
 
 
 def run(cfg: Config, session: Path, out: Path, echo: str | None = None, realtime: bool = False,
-        plot: bool = False) -> None:
+        plot: bool = False, status: bool = False) -> None:
     """``assistant replay``: a wav, or a folder saved by ``run --record``, through the configured
-    assistant; the results (and with ``plot`` a timeline PNG per turn) in ``out``."""
+    assistant; the results (and with ``plot`` a timeline PNG per turn) in ``out``. With ``status``
+    the status page shows it as it runs."""
+    from assistant.status.web import page_for, with_page
+
     mic, played = _session_files(session)
     recording = read_wav(mic, cfg.audio.sample_rate)  # before anything is written
     reference = read_wav(played, cfg.audio.sample_rate) if played is not None else None
     if reference is not None and echo:
         raise ConfigError(f"{session} is a recorded room session: it has its echo already; drop --echo")
     loop = Echo.parse(echo) if echo else Echo()
+    page = page_for(cfg, "replay") if status else None
     out.mkdir(parents=True, exist_ok=True)
     with app.conversation(cfg, data_dir=out) as parts:  # the replay's own database, not the user's
-        summary = asyncio.run(replay(parts, recording, out, echo=loop, realtime=realtime, reference=reference))
+        shown = [page.board] if page is not None else []
+        summary = asyncio.run(with_page(page, lambda: replay(parts, recording, out, echo=loop, realtime=realtime,
+                                                             reference=reference, subscribers=shown)))
     if plot:
         _plot(out)
     for i, turn in enumerate(summary["turns"], 1):

@@ -35,7 +35,7 @@ from assistant.replay import replay
 from assistant.wyoming.link import HaLink
 from assistant.wyoming.pcm import chunks
 from assistant.wyoming.satellite import Satellite
-from models.protocols import Asr
+from models.protocols import Asr, ModelError
 from tests import sessions
 from tests.conftest import make_config, real, says, silence
 from tests.sessions import wake_and_request
@@ -212,3 +212,41 @@ def test_nothing_on_a_satellite_transcribes_on_its_own() -> None:
     cfg = session_config(make_config("wake.verify=true", "vad.speculative_silence_ms=64", "tools.enabled=true"))
     assert (cfg.vad.speculative_silence_ms, cfg.wake.verify, cfg.tools.enabled) == (0, False, False)
     assert not cfg.tts.streaming and not cfg.tts.phrase_cache  # the reply is Home Assistant's audio, whole
+
+
+async def test_what_home_assistant_still_sends_for_a_given_up_request_is_not_played() -> None:
+    """Runs are answered in order: the late answer of an abandoned run goes to that run, not the next."""
+    sent: list[Event] = []
+
+    async def send(event: Event) -> None:
+        sent.append(event)
+
+    link = HaLink(5.0)
+    link.attach(send)
+    first = await link.start(np.zeros(1600, np.float32))
+    link.receive(Transcript(text="第一").event())
+    link.abandon()  # a barge-in: the first reply is not wanted any more
+    second = await link.start(np.zeros(1600, np.float32))
+    for event in (Synthesize(text="第一个回答").event(), AudioStart(rate=16000, width=2, channels=1).event(),
+                  *[c.event() for c in chunks(np.full(3200, 0.2, np.float32), 16000)], AudioStop().event(),
+                  Transcript(text="第二").event(), Synthesize(text="第二个回答").event(),
+                  AudioStart(rate=16000, width=2, channels=1).event(),
+                  *[c.event() for c in chunks(np.full(1600, 0.1, np.float32), 16000)], AudioStop().event()):
+        link.receive(event)
+    assert second.transcript.result() == "第二"
+    assert first.transcript.result() == "第一" and first.reply.result() == "第一个回答"
+    assert [piece async for piece in link.llm.reply("")] == ["第二个回答"]
+    audio = np.concatenate([piece async for piece in link.tts.synthesize("")])
+    assert abs(len(audio) - 2400) <= 2 and abs(float(audio.mean()) - 0.1) < 0.01  # the second's, at 24 kHz
+    assert [e.type for e in sent].count("run-pipeline") == 2
+
+
+async def test_a_request_without_an_answer_gives_up_after_the_timeout() -> None:
+    async def send(event: Event) -> None:
+        return None
+
+    link = HaLink(0.2)
+    link.attach(send)
+    with pytest.raises(ModelError, match="reply_timeout_s"):
+        await link.asr.transcribe(np.zeros(1600, np.float32))
+    assert not link.runs  # forgotten: a late answer goes to no run

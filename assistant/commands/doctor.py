@@ -347,11 +347,10 @@ def open_pcm(kind: str, device: str, rate: int) -> str | None:
 
 
 def models(cfg: Config, env: Env) -> list[Row]:
-    from assistant.backends import assets_for
-    from assistant.commands.models import configured
+    from assistant.backends import assets_for, configured_models
 
     assets, rows = assets_for(cfg), []
-    for model in configured(cfg):
+    for model in configured_models(cfg):
         _progress(f"doctor: checking {model.name}…")
         name, states = f"model {model.name}", assets.status(model)  # hashes each file found
         bad = [s for s in states if s.state == "bad hash"]

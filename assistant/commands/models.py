@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from assistant.backends import assets_for
+from assistant.backends import assets_for, configured_models
 from assistant.config import Config
 from models import files
 from models.assets import Assets
@@ -13,21 +13,9 @@ from models.manifest import MODELS, Model, by_name
 from models.protocols import ModelError
 
 
-def configured(cfg: Config) -> list[Model]:
-    """The models the current configuration uses."""
-    names = ["silero-vad", cfg.asr.model, "kws-zipformer-wenetspeech-3.3M"]
-    if cfg.models.tts == "kokoro":
-        names += ["kokoro-v1.0-int8", "kokoro-zh-voices"]
-    if cfg.models.llm == "llama":
-        names.append(cfg.llm.model)
-    if cfg.vad.turn_model:
-        names.append("smart-turn-v3.2")
-    return [by_name(n) for n in names]
-
-
 def _chosen(cfg: Config, names: list[str]) -> list[Model]:
     if not names:
-        return configured(cfg)
+        return configured_models(cfg)
     try:
         return [by_name(n) for n in names]
     except KeyError as exc:

@@ -10,6 +10,7 @@ arrives, so Home Assistant hears the first clause before the language model has 
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -31,12 +32,14 @@ from assistant.clock import WallClock
 from assistant.events import EventBus
 from assistant.phrase_cache import PhraseCache
 from assistant.pipeline import FixedText, PipelineOptions, SpeechPipeline
+from assistant.status.board import StatusBoard
 from assistant.tasks import TaskScope
 from assistant.wyoming.pcm import WIDTH, BadAudio, Incoming, chunks
 from models.protocols import Asr, Kws, ModelError, Tts, Voices
 
 log = structlog.get_logger("wyoming")
 
+REQUESTS = ("describe", "transcribe", "synthesize", "synthesize-start", "detect")
 MAX_UTTERANCE_S = 30.0  # Whisper hears 30 s at most; audio beyond it is not transcribed
 
 
@@ -54,6 +57,8 @@ class Services:
     asr_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     tts_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     kws_user: object | None = None  # the connection detecting, if any: the spotter holds one stream
+    served: Counter[str] = field(default_factory=Counter)  # requests by kind, for the status page
+    board: StatusBoard | None = None  # the status page's, which hears of refused requests
 
     def voice_for(self, name: str | None) -> str | None:
         """The voice to speak a request with: the one asked for if there is one, else the configured one."""
@@ -133,10 +138,14 @@ class Handler(AsyncEventHandler):
         self.tasks = TaskScope("wyoming")
 
     async def handle_event(self, event: Event) -> bool:
+        if event.type in REQUESTS:
+            self.services.served[event.type] += 1
         try:
             await self._handle(event)
         except (BadAudio, ModelError) as exc:
             log.warning("request refused", request=event.type, error=str(exc))
+            if self.services.board is not None:
+                self.services.board.error(f"wyoming {event.type}", str(exc))
             await self.write_event(Error(text=str(exc), code=type(exc).__name__).event())
         return True
 
@@ -219,7 +228,8 @@ class Handler(AsyncEventHandler):
     async def _audio_stop(self) -> None:
         mode, self.mode = self.mode, None
         if mode == "transcribe":
-            audio = np.concatenate(self.heard) if self.heard else np.zeros(0, np.float32)
+            self.heard.append(self.incoming.end())
+            audio = np.concatenate(self.heard)
             if self.heard_samples > len(audio):
                 log.warning("utterance cut for the ASR", heard_s=round(self.heard_samples / self.incoming.rate, 1),
                             kept_s=MAX_UTTERANCE_S)

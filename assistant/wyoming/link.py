@@ -173,6 +173,8 @@ class HaLink:
         run.audio_started = True
 
     def _audio_end(self, run: Run) -> None:
+        if (tail := run.incoming.end()).size:
+            run.audio.put_nowait(tail)
         run.audio.put_nowait(None)
         run.done = True
         self._forget(run)

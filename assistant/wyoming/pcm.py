@@ -42,6 +42,13 @@ class Incoming:
             self._resampler = soxr.ResampleStream(chunk.rate, self.rate, 1, dtype="float32")
         return np.asarray(self._resampler.resample_chunk(audio), np.float32)
 
+    def end(self) -> Samples:
+        """The stream ended (``audio-stop``): what the resampler still holds."""
+        resampler, self._resampler, self._format = self._resampler, None, None
+        if resampler is None:
+            return np.zeros(0, np.float32)
+        return np.asarray(resampler.resample_chunk(np.zeros(0, np.float32), last=True), np.float32)
+
     def _check(self, fmt: AudioFormat) -> None:
         got = (fmt.rate, fmt.width, fmt.channels)
         if fmt.width != WIDTH:

@@ -31,6 +31,7 @@ from assistant.config import Config
 from assistant.events import Event as Happened
 from assistant.events import PlaybackFinished
 from assistant.net import ListenError, probe
+from assistant.status.board import StatusBoard
 from assistant.tasks import TaskScope
 from assistant.wyoming.info import satellite_info
 from assistant.wyoming.link import HaLink, Timer
@@ -53,21 +54,26 @@ def run(cfg: Config) -> None:
     server = server_for(cfg.satellite.uri, "satellite.uri")  # a bad or taken address: before anything loads
     if isinstance(server, AsyncTcpServer):
         probe(server.host, server.port, "satellite.uri")
+    from assistant.status.web import page_for, with_page
+
+    page = page_for(cfg, "satellite", kinds=("vad", "kws", "turn"))
     clock = SampleClock(cfg.audio.sample_rate, realtime=True)
     source, sink = live.open_devices(cfg, clock)
     link = HaLink(cfg.satellite.reply_timeout_s)
+    page.board.extra["home_assistant"] = lambda: {"connected": link.send is not None, "paused": link.paused,
+                                                  "timers": [vars(t) for t in link.timers.values()]}
     try:
         with app.satellite(cfg, link) as parts:
-            asyncio.run(_hold(parts, link, server, clock, source, sink))
+            asyncio.run(with_page(page, lambda: _hold(parts, link, server, clock, source, sink, page.board)))
     finally:
         source.close()
         sink.close()
 
 
 async def _hold(parts: app.Parts, link: HaLink, server: AsyncServer, clock: SampleClock, source: AudioSource,
-                sink: AudioSink) -> None:
+                sink: AudioSink, board: StatusBoard) -> None:
     async with Satellite(parts.cfg, link, server, sink) as satellite:
-        await live.hold(parts, clock, source, sink, subscribers=[satellite])
+        await live.hold(parts, clock, source, sink, subscribers=[satellite, board])
 
 
 class Satellite:

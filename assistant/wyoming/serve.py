@@ -37,11 +37,16 @@ def server_for(uri: str, key: str = "wyoming.uri") -> AsyncServer:
 
 def run(cfg: Config) -> None:
     """Serve until stopped."""
+    from assistant.status.web import page_for, with_page
+
     server = server_for(cfg.wyoming.uri)  # a bad or taken address is refused before the models load
     if isinstance(server, AsyncTcpServer):
         probe(server.host, server.port, "wyoming.uri")
+    page = page_for(cfg, "serve", kinds=("asr", "tts", "kws"))
     with app.services(cfg) as services:
-        asyncio.run(serve(cfg, server, services))
+        services.board = page.board
+        page.board.extra["wyoming_requests"] = lambda: dict(services.served)
+        asyncio.run(with_page(page, lambda: serve(cfg, server, services)))
 
 
 async def serve(cfg: Config, server: AsyncServer, services: Services, stop: asyncio.Event | None = None) -> None:
