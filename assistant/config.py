@@ -17,7 +17,7 @@ from typing import Any
 
 from assistant.config_fields import ConfigError as ConfigError
 from assistant.config_fields import opt as _opt
-from assistant.config_house import SatelliteConfig, StatusConfig, WyomingConfig
+from assistant.config_house import HaConfig, SatelliteConfig, StatusConfig, WyomingConfig
 
 
 @dataclass(frozen=True)
@@ -351,6 +351,7 @@ class Config:
     wyoming: WyomingConfig = field(default_factory=WyomingConfig)
     satellite: SatelliteConfig = field(default_factory=SatelliteConfig)
     status: StatusConfig = field(default_factory=StatusConfig)
+    ha: HaConfig = field(default_factory=HaConfig)
     base_dir: Path = field(default=Path("."), metadata={"internal": True})
 
     def max_duration_s(self, state: str) -> float:

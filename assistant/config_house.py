@@ -37,3 +37,14 @@ class StatusConfig:
                               "$TINGSHUO_STATUS_TOKEN, and on loopback none is needed.", allow_empty=True)
     sample_s: float = opt(5.0, "The page samples every process's memory this often.", lo=0.5, hi=3600.0)
     turns: int = opt(20, "The page shows this many last turns.", lo=1, hi=500)
+
+
+@dataclass(frozen=True)
+class HaConfig:
+    url: str = opt("", "Home Assistant's address, e.g. http://homeassistant.local:8123, for device control; empty: "
+                       "none (a request to control a device gets the honest answer).", allow_empty=True)
+    token_file: str = opt("", "A file (mode 0600) holding a long-lived access token; empty: $TINGSHUO_HA_TOKEN.",
+                          allow_empty=True)
+    language: str = opt("zh-cn", "The language of the requests sent to Home Assistant's conversation agent.")
+    agent_id: str = opt("", "The conversation agent to ask (empty: Home Assistant's default agent).", allow_empty=True)
+    timeout_s: float = opt(5.0, "Give up on Home Assistant's answer after this long (and say so).", lo=0.5, hi=60.0)

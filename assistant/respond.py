@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from assistant.config import Config
     from assistant.text.hotwords import HotwordCorrector
     from assistant.tools.answers import Tools
+    from assistant.tools.home import HomeAssistant
     from models.protocols import Llm
 
 log = structlog.get_logger("respond")
@@ -48,16 +49,20 @@ def for_config(cfg: Config, llm: Llm | None, tools: Tools | None,
 
     words = [*cfg.tools.hotwords, *(COMMAND_WORDS if cfg.tools.command_words and cfg.tools.enabled else ())]
     hotwords = HotwordCorrector(words) if words else None
+    from assistant.tools import home
+
     guard = GuardOptions(soft_chars=cfg.llm.reply_soft_chars, max_chars=cfg.llm.reply_max_chars)
-    return Responder(llm, tools, hotwords=hotwords, tool_calls=cfg.llm.tool_calls, guard=guard, now=now)
+    return Responder(llm, tools, hotwords=hotwords, tool_calls=cfg.llm.tool_calls, guard=guard, now=now,
+                     home=home.from_config(cfg))
 
 
 class Responder:
     def __init__(self, llm: Llm | None, tools: Tools | None, *, hotwords: HotwordCorrector | None = None,
                  tool_calls: bool = False, guard: GuardOptions | None = None,
                  now: Callable[[], datetime] | None = None, honest_limits: bool = True,
-                 guarded: bool = True) -> None:
+                 guarded: bool = True, home: HomeAssistant | None = None) -> None:
         self.llm = llm
+        self.home = home  # device commands go to it, when there is one
         self.honest_limits = honest_limits
         self.tools = tools
         self.now = now or (tools.now if tools is not None else (lambda: datetime.now().astimezone()))
@@ -91,10 +96,22 @@ class Responder:
         self.llm.prefill(text)
 
     def local(self, text: str) -> Answer | None:
-        """The answer of an offline tool or an honest limit, or None when only the LLM can answer."""
+        """The answer of an offline tool, Home Assistant or an honest limit, or None when only the LLM can answer."""
         text = self.correct(text)
+        if self.home is not None and (device := self._device(text)) is not None:
+            from assistant.tools.home import HomeReply
+
+            log.info("a device command for home assistant", device=device)
+            return Answer(HomeReply(self.home, device), text, "home_control")
         intent, said = self.tool_answer(text)
         return None if said is None else Answer(FixedText(said), text, intent)
+
+    def _device(self, text: str) -> str | None:
+        """The device ``text`` asks to control (打开客厅灯 → 灯), or None if it is not a device command."""
+        from assistant.tools.router import route
+
+        intent = route(text, self.now())
+        return intent.slots.get("detail", "") if intent is not None and intent.name == "no_device" else None
 
     def correct(self, text: str) -> str:
         """``text`` with near-miss command words put right (``tools.hotwords``)."""

@@ -271,3 +271,30 @@ def test_serve_refuses_a_taken_port_before_loading_any_model(cli_main) -> None:
         port = taken.getsockname()[1]
         code, _, err = cli_main("serve", "--set", f"wyoming.uri='tcp://127.0.0.1:{port}'")
     assert code == 2 and len(err) == 1 and "cannot listen" in err[0], err
+
+
+async def test_zeroconf_advertises_the_services_where_home_assistant_looks() -> None:
+    """``_wyoming._tcp`` on the LAN address, found by a second mDNS client; loopback is never advertised."""
+    from zeroconf.asyncio import AsyncZeroconf
+
+    from assistant.config import ConfigError
+    from assistant.net import lan_address
+    from assistant.wyoming.serve import advertise
+
+    assert await advertise(AsyncTcpServer("127.0.0.1", 10700), "tingshuo", "wyoming") is None
+    host = lan_address()
+    if host is None:  # a machine with no LAN at all: said so, not advertised
+        with pytest.raises(ConfigError, match="no LAN address"):
+            await advertise(AsyncTcpServer("0.0.0.0", 10700), "tingshuo", "wyoming")
+        return
+    name, port = f"tingshuo-test-{free_port()}", free_port()
+    advertised = await advertise(AsyncTcpServer("0.0.0.0", port), name, "wyoming")
+    assert advertised is not None
+    browser = AsyncZeroconf()
+    try:
+        info = await browser.async_get_service_info("_wyoming._tcp.local.", f"{name}._wyoming._tcp.local.",
+                                                    timeout=5000)
+    finally:
+        await browser.async_close()
+        await advertised.async_close()
+    assert info is not None and info.port == port and socket.inet_aton(host) in info.addresses
