@@ -9,6 +9,7 @@ worker builds its models with ``inference()``; the one-shot commands load single
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -62,6 +63,11 @@ class Parts:
     phrase_cache: PhraseCache | None = None
     responder: Responder | None = None  # who answers; by default the tools and the guarded LLM
 
+
+    def pids(self) -> dict[str, int | None]:
+        """The processes of this conversation (the inference worker's, if it has one), for the status page."""
+        worker = self.backends.worker
+        return {"main": os.getpid(), "worker": worker.pid if worker is not None else None}
 
     def session(self, clock: SampleClock, bus: EventBus, source: AudioSource, sink: AudioSink, *,
                 tap: Tap | None = None, now: Callable[[], datetime] | None = None) -> Session:

@@ -4,13 +4,11 @@ SIGTERM, optionally recorded for replay."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import time
 from collections.abc import Sequence
 from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import structlog
 
@@ -23,9 +21,6 @@ from assistant.config import Config
 from assistant.events import EventBus, Subscriber
 from assistant.tasks import TaskScope
 
-if TYPE_CHECKING:
-    from models.protocols import Worker
-
 log = structlog.get_logger("app")
 
 
@@ -33,14 +28,13 @@ def run(cfg: Config, record: Path | None = None) -> None:
     """Hold conversations on the configured devices; with ``record``, save each session under it."""
     from assistant.status.web import page_for, with_page
 
-    worker: list[Worker | None] = [None]
-    page = page_for(cfg, "run", lambda: {"main": os.getpid(), "worker": worker[0].pid if worker[0] else None})
+    page = page_for(cfg, "run")
     clock = SampleClock(cfg.audio.sample_rate, realtime=True)
     source, sink = open_devices(cfg, clock)  # before the models load: a missing card is found at once
     rec = None
     try:
         with app.conversation(cfg) as parts:
-            worker[0] = parts.backends.worker
+            page.board.pids = parts.pids
             if record is not None:
                 rec = recorder(record, cfg.audio.sample_rate, cfg.audio.record_max_minutes, cfg.audio.record_keep)
             asyncio.run(with_page(page, lambda: hold(parts, clock, source, sink, [page.board], recorder=rec)))
@@ -106,10 +100,8 @@ async def hold(parts: app.Parts, clock: SampleClock, source: AudioSource, sink: 
     session.heartbeat = systemd.Heartbeat()  # WatchdogSec: pinged from the pump, so a stalled pump is restarted
     log.info("ready", wake=cfg.wake.mode, keywords=list(cfg.wake.keywords))
     systemd.notify("READY=1")
-    worker = parts.backends.worker
     watch = TaskScope("health")
-    watch.spawn(health.report_every(cfg.log.health_interval_s,
-                                    lambda: {"main": os.getpid(), "worker": worker.pid if worker else None}), "health")
+    watch.spawn(health.report_every(cfg.log.health_interval_s, parts.pids), "health")
     try:
         await session.run()
     finally:

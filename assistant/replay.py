@@ -66,6 +66,8 @@ def run(cfg: Config, session: Path, out: Path, echo: str | None = None, realtime
     page = page_for(cfg, "replay") if status else None
     out.mkdir(parents=True, exist_ok=True)
     with app.conversation(cfg, data_dir=out) as parts:  # the replay's own database, not the user's
+        if page is not None:
+            page.board.pids = parts.pids
         shown = [page.board] if page is not None else []
         summary = asyncio.run(with_page(page, lambda: replay(parts, recording, out, echo=loop, realtime=realtime,
                                                              reference=reference, subscribers=shown)))

@@ -44,6 +44,22 @@ new Promise((resolve) => {
 """
 
 
+async def until_served(url: str) -> None:
+    """Wait while the replay loads its models (its page comes up after them)."""
+    import aiohttp
+
+    async with aiohttp.ClientSession() as http:
+        for _ in range(1200):
+            try:
+                async with http.get(url) as response:
+                    if response.status == 200:
+                        return
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.25)
+    raise TimeoutError(f"{url} was not served within 5 minutes")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--session", type=Path, default=SESSION)
@@ -61,16 +77,10 @@ async def main() -> None:
             str(ROOT / ".venv" / "bin" / "assistant"), "replay", str(session), "--out", f"{folder}/out",
             "--realtime", "--status", "--echo", "0.3:40", "--set", f"status.address='127.0.0.1:{port}'",
             "--set", "wake.keywords=['小智']", "--set", "status.sample_s=1.0", "--set", "log.level='warning'")
+        await until_served(f"http://127.0.0.1:{port}/api/status")
         async with browser(Path(folder) / "profile") as tab:
-            for _ in range(600):  # until the replay has loaded its models and serves the page
-                try:
-                    await tab.open(f"http://127.0.0.1:{port}/")
-                    if await tab.evaluate("document.getElementById('turns') !== null"):
-                        break
-                except AssertionError:
-                    pass
-                await asyncio.sleep(0.5)
-            await asyncio.wait_for(tab.evaluate(TURNS_IN % args.turns), 300)
+            await tab.open(f"http://127.0.0.1:{port}/")
+            await tab.evaluate(TURNS_IN % args.turns, timeout_s=300)
             await asyncio.wait_for(tab.evaluate(SHOW_LAST_TIMELINE), 60)
             shot = await tab.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
         args.out.write_bytes(base64.b64decode(shot["data"]))

@@ -40,11 +40,11 @@ class DevTools:
         self.ids = itertools.count(1)
         self.events: list[str] = []  # the names of the events the browser sent so far
 
-    async def call(self, method: str, **params: Any) -> dict[str, Any]:
+    async def call(self, method: str, timeout_s: float = 60.0, **params: Any) -> dict[str, Any]:
         number = next(self.ids)
         await self.socket.send_json({"id": number, "method": method, "params": params})
         while True:
-            message = await self._next()
+            message = await self._next(timeout_s)
             if message.get("id") == number:
                 if "error" in message:
                     raise AssertionError(f"{method}: {message['error']}")
@@ -58,15 +58,16 @@ class DevTools:
         while "Page.loadEventFired" not in self.events:
             await self._next()
 
-    async def _next(self) -> dict[str, Any]:
-        message: dict[str, Any] = await asyncio.wait_for(self.socket.receive_json(), 60)
+    async def _next(self, timeout_s: float = 60.0) -> dict[str, Any]:
+        message: dict[str, Any] = await asyncio.wait_for(self.socket.receive_json(), timeout_s)
         if "method" in message:
             self.events.append(message["method"])
         return message
 
-    async def evaluate(self, expression: str) -> Any:
-        """The value of ``expression`` in the page (a promise is awaited)."""
-        result = await self.call("Runtime.evaluate", expression=expression, awaitPromise=True, returnByValue=True)
+    async def evaluate(self, expression: str, timeout_s: float = 60.0) -> Any:
+        """The value of ``expression`` in the page (a promise is awaited, for at most ``timeout_s``)."""
+        result = await self.call("Runtime.evaluate", timeout_s, expression=expression, awaitPromise=True,
+                                 returnByValue=True)
         if "exceptionDetails" in result:
             raise AssertionError(f"{expression}: {result['exceptionDetails']}")
         return result["result"].get("value")
