@@ -12,13 +12,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assistant import backends as build
-from assistant import budget
+from assistant import budget, respond
 from assistant.audio.protocols import AudioSink, AudioSource
 from assistant.clock import SampleClock
 from assistant.config import Config
@@ -102,6 +102,7 @@ def inference(cfg: Config, gate: CoreGate | None) -> dict[str, Any]:
 def services(cfg: Config) -> Iterator[Services]:
     """The Wyoming services' models, loaded: the ASR, the TTS and a spotter for the wake words."""
     from assistant.pipeline import PipelineOptions
+    from assistant.text.wake import strip_wake_words
     from assistant.wyoming.handler import Services
     from assistant.wyoming.info import describe
     from models.protocols import Voices
@@ -110,11 +111,13 @@ def services(cfg: Config) -> Iterator[Services]:
     asr, tts = build.asr(cfg, assets), build.tts(cfg, assets)
     words = list(cfg.wake.keywords)
     kws = build.kws(cfg, assets, words)
+    responder = respond.for_config(replace(cfg, ha=replace(cfg.ha, url="")), None, None)  # its hot words only
     with loaded(*[m for m in (asr, tts, kws) if m is not None]):
         voices = tts.voices if isinstance(tts, Voices) else ["matcha"]
         voice = tts.voice if isinstance(tts, Voices) else "matcha"
         yield Services(describe(cfg, voices, words), asr, tts, kws, PipelineOptions.from_config(cfg), voice=voice,
-                       cache=build.phrase_cache(cfg, assets))
+                       cache=build.phrase_cache(cfg, assets), correct=lambda text: strip_wake_words(
+                           responder.correct(text), words, max_lead=4))  # 4: "Hey 小智"
 
 
 @contextmanager

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -57,6 +57,9 @@ class Services:
     asr_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     tts_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     kws_user: object | None = None  # the connection detecting, if any: the spotter holds one stream
+    # A transcript made right: near-miss command words corrected (tools.hotwords), and a wake word said
+    # in the same breath as the request taken off its front (a satellite sends both)
+    correct: Callable[[str], str] | None = None
     served: Counter[str] = field(default_factory=Counter)  # requests by kind, for the status page
     board: StatusBoard | None = None  # the status page's, which hears of refused requests
 
@@ -235,6 +238,8 @@ class Handler(AsyncEventHandler):
                             kept_s=MAX_UTTERANCE_S)
             async with self.services.asr_lock:
                 text = await self.services.asr.transcribe(audio) if len(audio) else ""
+            if text and self.services.correct is not None:
+                text = self.services.correct(text)
             log.info("transcribed", text=text, audio_s=round(len(audio) / self.incoming.rate, 2))
             await self.write_event(Transcript(text=text, language="zh").event())
         elif mode == "detect":

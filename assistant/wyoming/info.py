@@ -8,7 +8,7 @@ from wyoming.info import AsrModel, AsrProgram, Attribution, Info, TtsProgram, Tt
 
 from assistant.config import Config
 
-LANGUAGES = ["zh", "zh-CN"]  # Mandarin, written in simplified characters
+LANGUAGES = ["zh", "zh-CN", "zh-cn"]  # Mandarin in simplified characters; Home Assistant compares them exactly
 TINGSHUO = Attribution(name="Tingshuo", url="")  # no public home yet
 WHISPER = Attribution(name="OpenAI", url="https://github.com/openai/whisper")
 KOKORO = Attribution(name="hexgrad", url="https://huggingface.co/hexgrad/Kokoro-82M")

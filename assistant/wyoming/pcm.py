@@ -24,15 +24,18 @@ class Incoming:
         self.rate = rate
         self._format: tuple[int, int, int] | None = None
         self._resampler: soxr.ResampleStream | None = None
+        self._partial = b""  # the bytes of a frame a chunk cut in two (Home Assistant splits at any byte)
 
     def start(self, fmt: AudioFormat) -> None:
         """A new stream begins (``audio-start``): forget the last one's format and resampler state."""
-        self._format, self._resampler = None, None
+        self._format, self._resampler, self._partial = None, None, b""
         self._check(fmt)
 
     def read(self, chunk: AudioChunk) -> Samples:
         self._check(chunk)
-        data = chunk.audio[: len(chunk.audio) - len(chunk.audio) % (WIDTH * chunk.channels)]
+        data = self._partial + chunk.audio
+        whole = len(data) - len(data) % (WIDTH * chunk.channels)
+        data, self._partial = data[:whole], data[whole:]
         audio = np.frombuffer(data, "<i2").astype(np.float32) / 32768.0
         if chunk.channels > 1:
             audio = audio.reshape(-1, chunk.channels).mean(axis=1).astype(np.float32)
@@ -44,7 +47,7 @@ class Incoming:
 
     def end(self) -> Samples:
         """The stream ended (``audio-stop``): what the resampler still holds."""
-        resampler, self._resampler, self._format = self._resampler, None, None
+        resampler, self._resampler, self._format, self._partial = self._resampler, None, None, b""
         if resampler is None:
             return np.zeros(0, np.float32)
         return np.asarray(resampler.resample_chunk(np.zeros(0, np.float32), last=True), np.float32)
