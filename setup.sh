@@ -20,6 +20,7 @@ command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)                       # also b
 command -v g++ >/dev/null 2>&1 || need_apt+=(g++)                       # llama-cpp-python builds with it
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)             # the tests load the status page in it
 dpkg -s fonts-wqy-microhei >/dev/null 2>&1 || need_apt+=(fonts-wqy-microhei)  # … and it shows Chinese
+command -v ffmpeg >/dev/null 2>&1 || need_apt+=(ffmpeg)                 # Home Assistant, in the house tests
 if ((${#need_apt[@]})); then
     echo "setup: installing ${need_apt[*]} with apt-get"
     sudo_cmd=()

@@ -29,7 +29,10 @@ HOME = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tings
 REQUIREMENTS = ["hassil==1.6.1", "home-assistant-intents==2024.3.12", "SQLAlchemy==2.0.27", "fnv-hash-fast==0.5.0",
                 "Pillow==10.2.0", "securetar==2024.2.1", "psutil-home-assistant==0.0.1", "ifaddr==0.2.0",
                 "aiohttp_cors==0.7.0", "aiohttp-fast-url-dispatcher==0.3.0", "aiohttp-zlib-ng==0.3.1"]
+# … and what its Wyoming integration needs (it also sets up assist_pipeline, stt, tts, wake_word)
+VOICE = ["wyoming==1.5.3", "webrtc-noise-gain==1.2.3", "mutagen==1.47.0", "ha-ffmpeg==3.1.0", "zeroconf==0.131.0"]
 EXTRA_PINS = ["josepy<2"]  # josepy 2 broke acme, which Home Assistant imports on every HTTP request
+MARKER = f"{VERSION} + wyoming"
 
 LIGHT = """\
       {key}:
@@ -131,7 +134,8 @@ def zh_number(n: int) -> str:
 def installed() -> Path:
     """The virtualenv's python, installing Home Assistant into it first if need be."""
     python = HOME / "bin" / "python"
-    if (HOME / "installed").is_file():
+    marker = HOME / "installed"
+    if marker.is_file() and marker.read_text(encoding="utf-8") == MARKER:
         return python
     print(f"installing Home Assistant {VERSION} into {HOME} (once; about 30 s)", file=sys.stderr)
     subprocess.run([sys.executable, "-m", "venv", "--clear", str(HOME)], check=True)
@@ -144,15 +148,25 @@ def installed() -> Path:
         (HOME / "constraints.txt").write_bytes(z.read("homeassistant/package_constraints.txt"))
     (HOME / "extra.txt").write_text("\n".join(EXTRA_PINS) + "\n", encoding="utf-8")
     pins = ["-c", str(HOME / "constraints.txt"), "-c", str(HOME / "extra.txt")]
-    subprocess.run([*pip, *pins, str(wheel), *REQUIREMENTS], check=True)
-    (HOME / "installed").write_text(VERSION, encoding="utf-8")
+    subprocess.run([*pip, *pins, str(wheel), *REQUIREMENTS, *VOICE], check=True)
+    marker.write_text(MARKER, encoding="utf-8")
     return python
 
 
-def write_config(folder: Path, port: int) -> None:
+VOICE_CONFIG = """\
+media_source:
+"""  # the pipeline's speech is handed over as a media source (default_config has it)
+
+
+def write_config(folder: Path, port: int, voice: bool = False) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
     lights = "".join(LIGHT.format(key=k, name=n) for k, n in (("living_room_light", "客厅灯"),
                                                               ("bedroom_light", "卧室灯")))
-    (folder / "configuration.yaml").write_text(CONFIG.format(port=port, lights=lights), encoding="utf-8")
+    config = CONFIG.format(port=port, lights=lights)
+    if voice:  # the speech Home Assistant makes is fetched from its own address, loopback here
+        config = config.replace("homeassistant:\n", f"homeassistant:\n  internal_url: http://127.0.0.1:{port}\n", 1)
+        config += VOICE_CONFIG
+    (folder / "configuration.yaml").write_text(config, encoding="utf-8")
     stub = folder / "custom_components" / "frontend"
     stub.mkdir(parents=True)
     (stub / "manifest.json").write_text(json.dumps({"domain": "frontend", "name": "no frontend", "version": "0.0.1",
@@ -185,9 +199,10 @@ class House:
         return path.read_text(encoding="utf-8", errors="replace")[-3000:] if path.is_file() else ""
 
 
-async def start(folder: Path, port: int) -> House:
-    """Home Assistant on ``127.0.0.1:port`` with the house in ``folder``, onboarded, with a token."""
-    process = await asyncio.to_thread(_launch, folder, port)
+async def start(folder: Path, port: int, voice: bool = False) -> House:
+    """Home Assistant on ``127.0.0.1:port`` with the house in ``folder``, onboarded, with a token;
+    ``voice``: ready for voice pipelines with Wyoming services and satellites."""
+    process = await asyncio.to_thread(_launch, folder, port, voice)
     url = f"http://127.0.0.1:{port}"
     house = House(url, "", process, folder)
     async with aiohttp.ClientSession() as http:
@@ -196,9 +211,9 @@ async def start(folder: Path, port: int) -> House:
     return house
 
 
-def _launch(folder: Path, port: int) -> subprocess.Popen[bytes]:
+def _launch(folder: Path, port: int, voice: bool) -> subprocess.Popen[bytes]:
     python = installed()
-    write_config(folder, port)
+    write_config(folder, port, voice)
     with (folder / "stdout.log").open("wb") as log:
         return subprocess.Popen([str(python), "-m", "homeassistant", "--config", str(folder), "--skip-pip",
                                  "--log-no-color"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
