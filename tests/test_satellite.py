@@ -34,7 +34,7 @@ from assistant.audio.wav import NullSink, read_wav, resample
 from assistant.replay import replay
 from assistant.wyoming.link import HaLink
 from assistant.wyoming.pcm import chunks
-from assistant.wyoming.satellite import Satellite
+from assistant.wyoming.satellite import Satellite, home_status
 from models.protocols import Asr, ModelError
 from tests import sessions
 from tests.conftest import make_config, real, says, silence
@@ -194,6 +194,8 @@ async def test_a_finished_timer_rings_on_the_satellite() -> None:
     satellite = Satellite(make_config(), link, server=None, sink=sink)  # type: ignore[arg-type]
     link.receive(TimerStarted(id="t1", total_seconds=300, name="泡面").event())
     assert link.timers["t1"].name == "泡面"
+    assert home_status(link) == {"connected": False, "paused": False,  # as the status page shows it
+                                 "timers": [{"id": "t1", "name": "泡面", "total_seconds": 300, "active": True}]}
     link.receive(TimerFinished(id="t1").event())
     await asyncio.wait_for(satellite.tasks.wait(), 10)
     assert "t1" not in link.timers and sink.position > 16000  # three chimes and the gaps between them

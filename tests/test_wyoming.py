@@ -310,3 +310,19 @@ async def test_zeroconf_advertises_the_services_where_home_assistant_looks() -> 
         await browser.async_close()
         await advertised.async_close()
     assert info is not None and info.port == port and socket.inet_aton(host) in info.addresses
+
+
+async def test_the_status_page_hears_of_requests_and_refusals() -> None:
+    from assistant.status.board import StatusBoard
+
+    cfg = make_config()
+    board = StatusBoard()
+    services = Services(describe(cfg, ["matcha"], []), asr=None, tts=Written(), kws=None,  # type: ignore[arg-type]
+                        options=PipelineOptions.from_config(cfg), board=board)
+    async with serving(services) as number, AsyncTcpClient("127.0.0.1", number) as client:
+        await client.write_event(Describe().event())
+        await receive(client, "info")
+        await client.write_event(Detect().event())  # no wake words here
+        await receive(client, "error")
+    assert services.served["describe"] == 1 and services.served["detect"] == 1
+    assert [e["stage"] for e in board.errors] == ["wyoming detect"] and "wake words" in board.errors[0]["message"]

@@ -60,14 +60,19 @@ def run(cfg: Config) -> None:
     clock = SampleClock(cfg.audio.sample_rate, realtime=True)
     source, sink = live.open_devices(cfg, clock)
     link = HaLink(cfg.satellite.reply_timeout_s)
-    page.board.extra["home_assistant"] = lambda: {"connected": link.send is not None, "paused": link.paused,
-                                                  "timers": [vars(t) for t in link.timers.values()]}
+    page.board.extra["home_assistant"] = lambda: home_status(link)
     try:
         with app.satellite(cfg, link) as parts:
             asyncio.run(with_page(page, lambda: _hold(parts, link, server, clock, source, sink, page.board)))
     finally:
         source.close()
         sink.close()
+
+
+def home_status(link: HaLink) -> dict[str, object]:
+    """The satellite's side of the house, for the status page."""
+    return {"connected": link.send is not None, "paused": link.paused,
+            "timers": [vars(t) for t in link.timers.values()]}
 
 
 async def _hold(parts: app.Parts, link: HaLink, server: AsyncServer, clock: SampleClock, source: AudioSource,
