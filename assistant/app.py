@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -36,14 +36,15 @@ if TYPE_CHECKING:
 
 
 @contextmanager
-def loaded(*models: Any) -> Iterator[None]:
-    """Load the models now (and the normalizer's FSTs), so the first reply pays for none of it;
-    close them whatever happens."""
+def loaded(*models: Any, speaks: bool = True) -> Iterator[None]:
+    """Load the models now (and, if something will be spoken, the normalizer's FSTs), so the first
+    reply pays for none of it; close them whatever happens."""
     from assistant.text.normalize import preload
 
     done = []
     try:
-        preload()
+        if speaks:
+            preload()
         for m in models:
             m.load()
             done.append(m)
@@ -133,3 +134,47 @@ def satellite(cfg: Config, link: HaLink) -> Iterator[Parts]:
                       kws=build.kws(cfg, assets), turn=build.turn(cfg, assets))
     with loaded(*models.all()):
         yield Parts(cfg, models, responder=Responder(link.llm, None, guarded=False, honest_limits=False))
+
+
+@dataclass
+class OneShot:
+    """What a one-shot command (file, ask, say, transcribe, bench, vad) uses: the models it asked
+    for, loaded, and who answers (the offline tools with their database, no LLM until it is added)."""
+
+    cfg: Config
+    stack: ExitStack
+    asr: Any = None
+    tts: Any = None
+    vad: Any = None
+    llm: Any = None
+    responder: Responder | None = None
+    phrase_cache: PhraseCache | None = None
+
+    def add_llm(self) -> Any:
+        """The LLM too, loaded now (a request only it can answer), closed with the rest."""
+        self.llm = build.llm(self.cfg, build.assets_for(self.cfg))
+        self.stack.enter_context(loaded(self.llm))
+        if self.responder is not None:
+            self.responder.llm = self.llm
+        return self.llm
+
+
+@contextmanager
+def one_shot(cfg: Config, *kinds: str, answers: bool = False) -> Iterator[OneShot]:
+    """The models of ``kinds`` ("asr", "tts", "vad", "llm"), each built from its verified files
+    before any is loaded; with ``answers`` the responder and its tools too. All closed afterwards."""
+    assets = build.assets_for(cfg)
+    makers: dict[str, Callable[[Config, Any], Any]] = {"asr": build.asr, "tts": build.tts, "vad": build.vad,
+                                                       "llm": build.llm}
+    models: dict[str, Any] = {kind: makers[kind](cfg, assets) for kind in kinds}  # a missing model: before any load
+    with ExitStack() as stack:
+        stack.enter_context(loaded(*models.values(), speaks="tts" in kinds))
+        parts = OneShot(cfg, stack, **models)
+        if answers:
+            tools = build.tools(cfg)
+            if tools is not None and tools.store is not None:
+                stack.callback(tools.store.close)
+            parts.responder = respond.for_config(cfg, parts.llm, tools)
+        if "tts" in kinds:
+            parts.phrase_cache = build.phrase_cache(cfg, assets)
+        yield parts

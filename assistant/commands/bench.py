@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assistant import backends
-from assistant.app import loaded
+from assistant import app
 from assistant.audio.wav import NullSink
 from assistant.clock import WallClock
 from assistant.config import Config, ConfigError
@@ -139,9 +138,8 @@ def run(tts: Tts, options: PipelineOptions, repeats: int, plots: Path | None, as
 def command(cfg: Config, args: argparse.Namespace) -> int:
     if args.repeats < 1:
         raise ConfigError("--repeats must be at least 1")
-    tts = backends.tts(cfg, backends.assets_for(cfg))
-    with loaded(tts):
-        print(run(tts, PipelineOptions.from_config(cfg), args.repeats, args.plots, args.json))
+    with app.one_shot(cfg, "tts") as parts:
+        print(run(parts.tts, PipelineOptions.from_config(cfg), args.repeats, args.plots, args.json))
     if not args.json:
         print(f"timelines: {args.plots}/bench_*.png")
     return 0

@@ -9,15 +9,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from assistant import backends, respond
-from assistant.app import loaded
+from assistant import app
 from assistant.audio.alsa import AlsaSink
 from assistant.audio.protocols import AudioSink, Samples
 from assistant.audio.wav import WavFileSink, read_wav, resample, write_wav
@@ -27,10 +25,9 @@ from assistant.respond import Responder
 
 def transcribe(cfg: Config, args: argparse.Namespace) -> int:
     audio = [read_wav(p, cfg.audio.sample_rate) for p in args.wavs]  # every file is checked first
-    asr = backends.asr(cfg, backends.assets_for(cfg))
-    with loaded(asr):
+    with app.one_shot(cfg, "asr") as parts:
         for path, samples in zip(args.wavs, audio, strict=True):
-            print(f"{path}\t{asyncio.run(asr.transcribe(samples))}", flush=True)
+            print(f"{path}\t{asyncio.run(parts.asr.transcribe(samples))}", flush=True)
     return 0
 
 
@@ -40,72 +37,64 @@ def say(cfg: Config, args: argparse.Namespace) -> int:
     if not any(ch.isalnum() for ch in normalize(args.text)):
         print(f"assistant: there is nothing to speak in {args.text!r}", file=sys.stderr)
         return 2
-    sink = None if args.output else AlsaSink(cfg.audio.playback_device, cfg.audio.playback_rate,
-                                             cfg.audio.playback_buffer_ms)
-    tts = backends.tts(cfg, backends.assets_for(cfg))
-    with loaded(tts):
-        asyncio.run(_speak(tts, args.text, sink, args.output))
+    sink = _sink(cfg, args.output)
+    with app.one_shot(cfg, "tts") as parts:
+        asyncio.run(_speak(parts.tts, args.text, sink, args.output))
     return 0
 
 
 def ask(cfg: Config, args: argparse.Namespace) -> int:
-    sink = None if args.output else AlsaSink(cfg.audio.playback_device, cfg.audio.playback_rate,
-                                             cfg.audio.playback_buffer_ms)
-    assets = backends.assets_for(cfg)
-    tts = backends.tts(cfg, assets)  # its files are checked first: nothing is saved that cannot be confirmed
-    with _responder(cfg) as responder:
-        local = responder.local(args.text)
-        if local is not None:  # a frequent command or an honest limit: answered without loading the LLM
-            with loaded(tts):
-                asyncio.run(_answer(cfg, local.source, tts, local.text, sink, args.output))
-            return 0
-        responder.llm = backends.llm(cfg, assets)
-        with loaded(responder.llm, tts):
+    sink = _sink(cfg, args.output)
+    # The TTS's files are checked before the tools answer: nothing is saved that cannot be confirmed.
+    with app.one_shot(cfg, "tts", answers=True) as parts:
+        responder = _responder(parts)
+        answer = responder.local(args.text)  # a frequent command or an honest limit: no LLM loaded for it
+        if answer is None:
+            parts.add_llm()
             answer = responder.answer(args.text)
-            asyncio.run(_answer(cfg, answer.source, tts, answer.text, sink, args.output))
+        asyncio.run(_answer(parts, answer.source, answer.text, sink, args.output))
     return 0
-
-
-@contextmanager
-def _responder(cfg: Config) -> Iterator[Responder]:
-    """Who answers, with the offline tools and their database (closed afterwards); no LLM yet."""
-    tools = backends.tools(cfg)
-    try:
-        yield respond.for_config(cfg, None, tools)
-    finally:
-        if tools is not None and tools.store is not None:
-            tools.store.close()
 
 
 def answer_file(cfg: Config, args: argparse.Namespace) -> int:
     audio = read_wav(args.wav, cfg.audio.sample_rate)
-    sink = None if args.output else AlsaSink(cfg.audio.playback_device, cfg.audio.playback_rate,
-                                             cfg.audio.playback_buffer_ms)
-    assets = backends.assets_for(cfg)
-    asr, llm, tts = backends.asr(cfg, assets), backends.llm(cfg, assets), backends.tts(cfg, assets)
-    with loaded(asr, llm, tts), _responder(cfg) as responder:
-        text = asyncio.run(asr.transcribe(audio))
+    sink = _sink(cfg, args.output)
+    with app.one_shot(cfg, "asr", "llm", "tts", answers=True) as parts:
+        text = asyncio.run(parts.asr.transcribe(audio))
         print(f"你: {text}", flush=True)
         if not text:
             print("(nothing was heard in the recording)", file=sys.stderr)
             return 1
-        responder.llm = llm
-        answer = responder.answer(text)
-        asyncio.run(_answer(cfg, answer.source, tts, answer.text, sink, args.output))
+        answer = _responder(parts).answer(text)
+        asyncio.run(_answer(parts, answer.source, answer.text, sink, args.output))
     return 0
 
 
-async def _answer(cfg: Config, llm: Any, tts: Any, question: str, sink: AudioSink | None,
+def _sink(cfg: Config, output: Path | None) -> AudioSink | None:
+    """The speaker, opened before any model loads (a missing sound card is found at once); None with -o."""
+    if output is not None:
+        return None
+    return AlsaSink(cfg.audio.playback_device, cfg.audio.playback_rate, cfg.audio.playback_buffer_ms)
+
+
+def _responder(parts: app.OneShot) -> Responder:
+    if parts.responder is None:  # pragma: no cover - asked for with answers=True
+        raise RuntimeError("one_shot(answers=True) gives a responder")
+    return parts.responder
+
+
+async def _answer(parts: app.OneShot, llm: Any, question: str, sink: AudioSink | None,
                   output: Path | None) -> None:
     """Print the reply as the LLM writes it and speak it at the same time, chunk by chunk."""
     from assistant.clock import WallClock
     from assistant.events import EventBus
     from assistant.pipeline import PipelineOptions, SpeechPipeline
 
+    tts = parts.tts
     target = sink if sink is not None else WavFileSink(output or Path("answer.wav"), tts.sample_rate)
     print("听说: ", end="", flush=True)
-    pipeline = SpeechPipeline(llm, tts, target, EventBus(WallClock()), PipelineOptions.from_config(cfg),
-                              lambda: None, cache=backends.phrase_cache(cfg, backends.assets_for(cfg)),
+    pipeline = SpeechPipeline(llm, tts, target, EventBus(WallClock()), PipelineOptions.from_config(parts.cfg),
+                              lambda: None, cache=parts.phrase_cache,
                               on_text=lambda piece: print(piece, end="", flush=True))
     try:
         await pipeline.run(question)

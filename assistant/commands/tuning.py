@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from assistant import backends
+from assistant import app
 from assistant.audio.wav import read_wav
 from assistant.config import Config, describe
 
@@ -15,12 +15,8 @@ def vad(cfg: Config, args: argparse.Namespace) -> int:
     from assistant.segments import find_utterances
 
     audio = read_wav(args.wav, cfg.audio.sample_rate)
-    vad = backends.vad(cfg, backends.assets_for(cfg))
-    vad.load()
-    try:
-        found = asyncio.run(find_utterances(cfg, vad, audio))
-    finally:
-        vad.close()
+    with app.one_shot(cfg, "vad") as parts:
+        found = asyncio.run(find_utterances(cfg, parts.vad, audio))
     rate = cfg.audio.sample_rate
     for start, end, reason in found:
         print(f"{start / rate:7.2f} s – {end / rate:7.2f} s  ({(end - start) / rate:.2f} s, ended by {reason})")
