@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -112,13 +112,17 @@ def services(cfg: Config) -> Iterator[Services]:
     asr, tts = build.asr(cfg, assets), build.tts(cfg, assets)
     words = list(cfg.wake.keywords)
     kws = build.kws(cfg, assets, words)
-    responder = respond.for_config(replace(cfg, ha=replace(cfg.ha, url="")), None, None)  # its hot words only
+    hotwords = respond.hotwords_for(cfg)
+
+    def correct(text: str) -> str:
+        text = hotwords.correct(text)[0] if hotwords is not None else text
+        return strip_wake_words(text, words, max_lead=4)  # 4: "Hey 小智"
+
     with loaded(*[m for m in (asr, tts, kws) if m is not None]):
         voices = tts.voices if isinstance(tts, Voices) else ["matcha"]
         voice = tts.voice if isinstance(tts, Voices) else "matcha"
         yield Services(describe(cfg, voices, words), asr, tts, kws, PipelineOptions.from_config(cfg), voice=voice,
-                       cache=build.phrase_cache(cfg, assets), correct=lambda text: strip_wake_words(
-                           responder.correct(text), words, max_lead=4))  # 4: "Hey 小智"
+                       cache=build.phrase_cache(cfg, assets), correct=correct)
 
 
 @contextmanager

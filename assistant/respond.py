@@ -43,17 +43,21 @@ class Answer:
 
 def for_config(cfg: Config, llm: Llm | None, tools: Tools | None,
                now: Callable[[], datetime] | None = None) -> Responder:
-    """The responder the configuration asks for (hot words, tool calls, reply lengths)."""
+    """The responder the configuration asks for (hot words, tool calls, reply lengths, Home Assistant)."""
+    from assistant.tools import home
+
+    guard = GuardOptions(soft_chars=cfg.llm.reply_soft_chars, max_chars=cfg.llm.reply_max_chars)
+    return Responder(llm, tools, hotwords=hotwords_for(cfg), tool_calls=cfg.llm.tool_calls, guard=guard, now=now,
+                     home=home.from_config(cfg))
+
+
+def hotwords_for(cfg: Config) -> HotwordCorrector | None:
+    """What puts near-miss command words right by pinyin: ``tools.hotwords`` and the router's words."""
     from assistant.text.hotwords import HotwordCorrector
     from assistant.tools.router import COMMAND_WORDS
 
     words = [*cfg.tools.hotwords, *(COMMAND_WORDS if cfg.tools.command_words and cfg.tools.enabled else ())]
-    hotwords = HotwordCorrector(words) if words else None
-    from assistant.tools import home
-
-    guard = GuardOptions(soft_chars=cfg.llm.reply_soft_chars, max_chars=cfg.llm.reply_max_chars)
-    return Responder(llm, tools, hotwords=hotwords, tool_calls=cfg.llm.tool_calls, guard=guard, now=now,
-                     home=home.from_config(cfg))
+    return HotwordCorrector(words) if words else None
 
 
 class Responder:

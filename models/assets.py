@@ -59,6 +59,13 @@ class Assets:
         """Where the file may already lie whole, in search order."""
         return [*(d / model.name / f.name for d in self.dirs), self.store / model.name / f.name]
 
+    def located(self, model: Model, f: ModelFile) -> Path | None:
+        """Where the file lies, without hashing it (``path`` verifies; the backends verified it at load)."""
+        found = next((place for place in self.places(model, f) if place.is_file()), None)
+        if found is None and (parts := self._parts(f)) is not None and len(parts) == 1:
+            return parts[0]
+        return found
+
     def _parts(self, f: ModelFile) -> list[Path] | None:
         found = [files.package_file(p.package, p.path) for p in f.parts]
         return None if not found or any(p is None for p in found) else [p for p in found if p]

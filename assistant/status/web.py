@@ -162,21 +162,18 @@ def _plot(records: list[dict[str, Any]], title: str) -> bytes:
 
 
 def model_files(cfg: Config, kinds: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
-    """Each configured model file (of ``kinds``, default all): where it is, its size and verified sha256."""
+    """Each configured model file (of ``kinds``, default all): where it is, its size and its sha256,
+    the one its backend verified when it loaded (so nothing is hashed again here)."""
     from assistant.backends import assets_for, configured_models
-    from models.protocols import ModelError
 
     assets, rows = assets_for(cfg), []
     for model in configured_models(cfg):
         if kinds is not None and model.kind not in kinds:
             continue
         for f in model.files:
-            try:
-                path = assets.path(model.name, f.name)  # hashed once per process, then remembered
-            except ModelError as exc:
-                rows.append({"model": model.name, "path": str(exc), "size": 0, "sha256": "—"})
-                continue
-            rows.append({"model": model.name, "path": str(path), "size": path.stat().st_size, "sha256": f.sha256})
+            path = assets.located(model, f)
+            rows.append({"model": model.name, "path": str(path) if path else "not found", "sha256": f.sha256,
+                         "size": path.stat().st_size if path else 0})
     return rows
 
 

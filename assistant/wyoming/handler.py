@@ -27,7 +27,7 @@ from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, Synthesize
 from wyoming.wake import Detect, Detection, NotDetected
 
 from assistant.audio.protocols import Samples
-from assistant.audio.reference import PlayedAudio
+from assistant.audio.wav import NullSink
 from assistant.clock import WallClock
 from assistant.events import EventBus
 from assistant.phrase_cache import PhraseCache
@@ -97,31 +97,17 @@ class TextStream:
             yield piece
 
 
-class EventSink:
-    """The speech pipeline's sink: each piece of audio goes out as ``audio-chunk`` events."""
+class EventSink(NullSink):
+    """The speech pipeline's sink: each piece of audio goes out as ``audio-chunk`` events at once."""
 
     def __init__(self, handler: AsyncEventHandler, sample_rate: int) -> None:
-        self.handler, self.sample_rate = handler, sample_rate
-        self.reference = PlayedAudio(sample_rate)  # nobody listens here for an echo: never fed
-        self._sent = 0
+        super().__init__(sample_rate)
+        self.handler = handler
 
     async def write(self, samples: Samples) -> None:
         for chunk in chunks(samples, self.sample_rate):
             await self.handler.write_event(chunk.event())
-        self._sent += len(samples)
-
-    def clear(self) -> None:
-        """Sent audio is the client's: nothing is queued here."""
-
-    async def wait_playout(self) -> None:
-        return None
-
-    @property
-    def position(self) -> int:
-        return self._sent
-
-    def close(self) -> None:
-        """The connection is the handler's to close."""
+        await super().write(samples)
 
 
 class Handler(AsyncEventHandler):

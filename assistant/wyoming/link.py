@@ -218,10 +218,8 @@ class HaLink:
             log.debug("event ignored", kind=event.type)
 
 
-class PipelineAsr:
-    """The ``Asr`` protocol on Home Assistant: the transcript of a pipeline run begun with the utterance."""
-
-    sample_rate = MIC_RATE
+class _Remote:
+    """A model protocol's lifecycle on the link: nothing to load or close; stopping gives up the request."""
 
     def __init__(self, link: HaLink) -> None:
         self.link = link
@@ -229,54 +227,41 @@ class PipelineAsr:
     def load(self) -> None: ...
 
     def close(self) -> None: ...
+
+    def stop(self) -> None:
+        self.link.abandon()
+
+    def _run(self, what: str) -> Run:
+        if self.link.current is None:
+            raise ModelError(f"no Home Assistant pipeline run to {what} from")
+        return self.link.current
+
+
+class PipelineAsr(_Remote):
+    """The ``Asr`` protocol on Home Assistant: the transcript of a pipeline run begun with the utterance."""
+
+    sample_rate = MIC_RATE
 
     async def transcribe(self, samples: Samples) -> str:
         run = await self.link.start(np.asarray(samples, np.float32))
         return await self.link.wait(run, run.transcript, "transcript")
 
-    def stop(self) -> None:
-        self.link.abandon()
 
-
-class PipelineReply:
+class PipelineReply(_Remote):
     """The ``Llm`` protocol on Home Assistant: the text its pipeline answered with."""
 
-    def __init__(self, link: HaLink) -> None:
-        self.link = link
-
-    def load(self) -> None: ...
-
-    def close(self) -> None: ...
-
-    def stop(self) -> None:
-        self.link.abandon()
-
     async def reply(self, text: str) -> AsyncIterator[str]:
-        run = self.link.current
-        if run is None:
-            raise ModelError("no Home Assistant pipeline run to answer from")
+        run = self._run("answer")
         yield await self.link.wait(run, run.reply, "reply")
 
 
-class PipelineAudio:
+class PipelineAudio(_Remote):
     """The ``Tts`` protocol on Home Assistant: its audio of the reply, piece by piece as it arrives."""
 
     sample_rate = PLAY_RATE
 
-    def __init__(self, link: HaLink) -> None:
-        self.link = link
-
-    def load(self) -> None: ...
-
-    def close(self) -> None: ...
-
-    def stop(self) -> None:
-        self.link.abandon()
-
     async def synthesize(self, text: str) -> AsyncIterator[Samples]:
-        run = self.link.current
-        if run is None:
-            raise ModelError("no Home Assistant pipeline run to speak from")
+        run = self._run("speak")
         while (piece := await self.link.wait(run, run.audio.get(), "audio")) is not None:
             yield piece
         if run.error is not None:

@@ -14,6 +14,7 @@ import asyncio
 from dataclasses import replace
 from functools import partial
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 import numpy as np
 import structlog
@@ -36,6 +37,9 @@ from assistant.tasks import TaskScope
 from assistant.wyoming.info import satellite_info
 from assistant.wyoming.link import HaLink, Timer
 from assistant.wyoming.serve import advertise, server_for
+
+if TYPE_CHECKING:
+    from zeroconf.asyncio import AsyncZeroconf
 
 log = structlog.get_logger("satellite")
 
@@ -88,7 +92,7 @@ class Satellite:
         self.cfg, self.link, self.server, self.sink = cfg, link, server, sink
         self.info = satellite_info(cfg)
         self.tasks = TaskScope("satellite")
-        self.advertised: object | None = None
+        self.advertised: AsyncZeroconf | None = None
         link.on_timer_finished = self._ring
 
     async def __aenter__(self) -> Satellite:
@@ -105,7 +109,7 @@ class Satellite:
                         tb: TracebackType | None) -> None:
         await self.tasks.cancel()
         if self.advertised is not None:
-            await self.advertised.async_close()  # type: ignore[attr-defined]
+            await self.advertised.async_close()
         await self.server.stop()
 
     def __call__(self, t: float, event: Happened) -> None:
