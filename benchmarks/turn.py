@@ -1,6 +1,6 @@
 """The whole turn, from the user's last voiced sample to the first reply sample, against a naive chain.
 
-    .venv/bin/python benchmarks/turn.py [--set key=value ...] [--only NAME,...] [--no-naive] [--json]
+    .venv/bin/python benchmarks/turn.py [--set key=value ...] [--only NAME,...] [--no-naive] [--no-status] [--json]
 
 Each real recorded request is played as 0.5 s of silence + the clip + 7 s of silence through a full
 session (``replay --realtime``: the microphone paced at one second per second, the models running
@@ -19,6 +19,9 @@ endpoint 0.5 s of silence after the last voiced sample, Whisper over its full 30
 reply from the same answer path, then Kokoro (the whole model, every frame) on the reply's first
 clause. Its total is 0.5 s plus
 those three measured times. The last line is the ratio of the p50s.
+
+As in ``assistant run``, the status page is served beside the session and hears all its events
+(``--no-status``: without it).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import statistics
 import sys
 import tempfile
 import time
-from contextlib import ExitStack
+from contextlib import AsyncExitStack, ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -46,7 +49,9 @@ from assistant.audio.wav import read_wav, resample  # noqa: E402
 from assistant.events import to_record  # noqa: E402
 from assistant.replay import replay  # noqa: E402
 from assistant.respond import for_config  # noqa: E402
+from assistant.status.web import page_for  # noqa: E402
 from models.kokoro_tts import clauses  # noqa: E402
+from tests.test_wyoming import free_port  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "audio"
 REQUESTS = {  # name: recording (all real Mandarin speech, 16 kHz)
@@ -118,7 +123,7 @@ def parts_of(records: list[dict[str, Any]], speech_end: float) -> tuple[dict[str
 
 
 async def tingshuo(cfg: config.Config, models: Any, name: str, audio: np.ndarray, speech_end: float,
-                   out: Path) -> Turn:
+                   out: Path, board: Any = None) -> Turn:
     records: list[dict[str, Any]] = []
 
     def keep(t: float, event: Any) -> None:
@@ -127,7 +132,8 @@ async def tingshuo(cfg: config.Config, models: Any, name: str, audio: np.ndarray
     models.vad.reset()
     models.llm.history.clear()
     tools = backends.tools(cfg, data_dir=out / name)
-    summary = await replay(Parts(cfg, models, tools), audio, out / name, realtime=True, subscribers=[keep])
+    watchers = [keep] if board is None else [keep, board]  # the status page hears the session, as in `run`
+    summary = await replay(Parts(cfg, models, tools), audio, out / name, realtime=True, subscribers=watchers)
     parts, heard, reply, note = parts_of(records, speech_end)
     spoken = [t for t in summary["turns"] if t["first_audio_t"] is not None]
     gaps = {"max_gap": max((t["max_gap_s"] or 0.0 for t in spoken), default=0.0),
@@ -216,19 +222,28 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     unknown = [n for n in names if n not in REQUESTS]
     if unknown:
         raise SystemExit(f"turn.py: unknown recording {', '.join(unknown)}; known: {', '.join(REQUESTS)}")
+    pages = AsyncExitStack()
+    board = None
+    if not args.no_status:  # as `assistant run` serves it (on a free port here)
+        page = page_for(replace(cfg, status=replace(cfg.status, address=f"127.0.0.1:{free_port()}")), "run")
+        page.board.pids = Parts(cfg, models).pids
+        await pages.enter_async_context(page)
+        board = page.board
     # warm-up on a recording not measured: the first call of each model pays for allocations
     warm = padded(SHARED / "corpus" / "016.wav", rate)
     out = Path(tempfile.mkdtemp(prefix="turn-"))
-    await tingshuo(cfg, models, "warmup", warm, await last_voiced(models.vad, warm, rate, cfg.vad.threshold), out)
+    await tingshuo(cfg, models, "warmup", warm, await last_voiced(models.vad, warm, rate, cfg.vad.threshold), out,
+                   board)
     ours: list[Turn] = []
     theirs: list[Turn] = []
     for name in names:
         audio = padded(REQUESTS[name], rate)
         end = await last_voiced(models.vad, audio, rate, cfg.vad.threshold)
-        ours.append(await tingshuo(cfg, models, name, audio, end, out))
+        ours.append(await tingshuo(cfg, models, name, audio, end, out, board))
         print(f"  {name}: {ours[-1].parts['total']} s", file=sys.stderr)
         if plain is not None:
             theirs.append(await naive(cfg, models, *plain, name, audio, end))
+    await pages.aclose()
     loading.close()
     for model in plain or ():
         model.close()
@@ -249,6 +264,7 @@ def main() -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--only", default="", help="comma-separated recording names")
     parser.add_argument("--no-naive", action="store_true", help="skip the naive chain")
+    parser.add_argument("--no-status", action="store_true", help="without the status page (`run` serves one)")
     parser.add_argument("--json", type=Path, default=None, help="also write the numbers to this file")
     args = parser.parse_args()
     try:
