@@ -258,7 +258,9 @@ class LlmConfig:
     top_p: float = _opt(0.9, "Nucleus sampling.", lo=0.05, hi=1.0)
     repeat_penalty: float = _opt(1.1, "Penalty for repeated tokens.", lo=1.0, hi=2.0)
     max_tokens: int = _opt(160, "Longest reply in tokens.", lo=8, hi=4096)
-    history_turns: int = _opt(2, "Earlier exchanges the model sees.", lo=0, hi=20)
+    history_turns: int = _opt(2, "Earlier exchanges the model sees, within one conversation.", lo=0, hi=20)
+    conversation_s: float = _opt(8.0, "A request begun within this many seconds of the end of the last reply "
+                                      "continues its conversation; a later one starts afresh.", lo=0, hi=3600)
     system_prompt: str = _opt("", "System prompt; empty keeps the built-in spoken-Mandarin prompt.")
     tool_calls: bool = _opt(False, "Let the LLM answer commands with a JSON tool call (read tolerantly).")
     prefill: bool = _opt(True, "Evaluate the prompt of the speculative transcript before the endpoint is decided.")

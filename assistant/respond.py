@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("respond")
 
 NOTHING_TO_REPEAT = "我刚才还没说什么。"
+SAY_AGAIN = "好的，请再说一遍。"
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def for_config(cfg: Config, llm: Llm | None, tools: Tools | None,
 
     guard = GuardOptions(soft_chars=cfg.llm.reply_soft_chars, max_chars=cfg.llm.reply_max_chars)
     return Responder(llm, tools, hotwords=hotwords_for(cfg), tool_calls=cfg.llm.tool_calls, guard=guard, now=now,
-                     home=home.from_config(cfg))
+                     home=home.from_config(cfg), conversation_s=cfg.llm.conversation_s)
 
 
 def hotwords_for(cfg: Config) -> HotwordCorrector | None:
@@ -64,7 +65,7 @@ class Responder:
     def __init__(self, llm: Llm | None, tools: Tools | None, *, hotwords: HotwordCorrector | None = None,
                  tool_calls: bool = False, guard: GuardOptions | None = None,
                  now: Callable[[], datetime] | None = None, honest_limits: bool = True,
-                 guarded: bool = True, home: HomeAssistant | None = None) -> None:
+                 guarded: bool = True, home: HomeAssistant | None = None, conversation_s: float = 8.0) -> None:
         self.llm = llm
         self.home = home  # device commands go to it, when there is one
         self.honest_limits = honest_limits
@@ -75,15 +76,26 @@ class Responder:
         # Unguarded: to measure the guard, and for a satellite, whose replies Home Assistant makes
         self.guard: GuardOptions | None = (guard or GuardOptions()) if guarded else None
         self.last_reply = ""  # what was said last, for "再说一遍"
+        self.conversation_s = conversation_s
+        self.reply_ended: datetime | None = None  # when the last reply was heard to its end (or cut)
+        self.pending: str | None = None  # a request asked back (你是说…吗？), for a 是的 / 不是 to settle
 
-    def answer(self, text: str) -> Answer:
-        """Decide who answers ``text``. A tool's answer is computed (and saved) here, before it is spoken."""
+    def answer(self, text: str, *, spoken_s: float = 0.0) -> Answer:
+        """Decide who answers ``text``, a request that took ``spoken_s`` seconds to say. A tool's
+        answer is computed (and saved) here, before it is spoken."""
+        if not self._scope(spoken_s):
+            self.pending = None  # a confirmation question is answered in its conversation, or never
+        settled = self._settle(text)
+        if settled is not None:
+            return settled
+        if self.pending is None and self.tools is not None and (meant := self._doubtful(text)) is not None:
+            self.pending = meant
+            log.info("a doubtful command: asking back", heard=text, meant=meant)
+            return Answer(FixedText(f"你是说“{meant}”吗？"), text, "confirm")
         found = self.local(text)
         if found is not None:
             return found
-        if self.llm is None:
-            raise RuntimeError("respond: no LLM to answer with")
-        return Answer(self._llm(self.llm), self.correct(text), None)
+        return Answer(self._llm(self._need_llm()), self.correct(text), None)
 
     def warm(self, text: str) -> None:
         """``text`` is likely the request (a speculative transcript): if only the LLM would answer it,
@@ -118,12 +130,18 @@ class Responder:
         return intent.slots.get("detail", "") if intent is not None and intent.name == "no_device" else None
 
     def correct(self, text: str) -> str:
-        """``text`` with near-miss command words put right (``tools.hotwords``)."""
+        """``text`` with near-miss command words put right (``tools.hotwords``), and a sum's numerals
+        heard through a slip (``slips.repair``)."""
         if self.hotwords is None:
             return text
+        from assistant.text.slips import repair
+
         text, fixes = self.hotwords.correct(text)
         for fix in fixes:
             log.info("hot word corrected", heard=fix.heard, word=fix.word, score=fix.score)
+        text, slipped = repair(text)
+        for heard, put in slipped:
+            log.info("a sum's slip put right", heard=heard, put=put)
         return text
 
     def tool_answer(self, text: str) -> tuple[str | None, str | None]:
@@ -145,6 +163,52 @@ class Responder:
         """The reply as it was spoken (so far as it was heard)."""
         if reply.strip():
             self.last_reply = reply.strip()
+        self.reply_ended = self.now()
+
+    def finished(self) -> None:
+        """The last reply has been heard to its end, or was cut off, now."""
+        self.reply_ended = self.now()
+
+    def _scope(self, spoken_s: float) -> bool:
+        """Whether the request continues the conversation. One begun more than ``conversation_s``
+        after the last reply ended starts a new one: the LLM forgets the earlier exchanges (they
+        belong to another request)."""
+        began = self.now() - timedelta(seconds=spoken_s)
+        if self.reply_ended is not None and (began - self.reply_ended).total_seconds() <= self.conversation_s:
+            return True
+        history: Any = getattr(self.llm, "history", None)
+        if history is not None and history.exchanges:
+            log.info("a new conversation: earlier exchanges forgotten", exchanges=len(history.exchanges))
+            history.clear()
+        return False
+
+    def _settle(self, text: str) -> Answer | None:
+        """The answer to a confirmation question: 是的 answers the request asked back, 不是 asks again;
+        anything else is a new request (and the question is dropped)."""
+        from assistant.text.slips import NO, YES
+        from assistant.tools.router import clean
+
+        meant, self.pending = self.pending, None
+        if meant is None:
+            return None
+        said = clean(text)
+        if YES.match(said):
+            log.info("confirmed", request=meant)
+            return self.local(meant) or Answer(self._llm(self._need_llm()), meant, None)
+        if NO.match(said):
+            return Answer(FixedText(SAY_AGAIN), text, "confirm")
+        return None
+
+    def _doubtful(self, text: str) -> str | None:
+        from assistant.text.slips import doubtful
+        from assistant.tools.router import clean
+
+        return doubtful(clean(self.correct(text)))
+
+    def _need_llm(self) -> Llm:
+        if self.llm is None:
+            raise RuntimeError("respond: no LLM to answer with")
+        return self.llm
 
     def _llm(self, llm: Llm) -> Llm:
         calls = self.tool_calls and self.tools is not None
@@ -176,7 +240,7 @@ class ReplyGuard:
     async def reply(self, text: str) -> AsyncIterator[str]:
         from assistant.tools.toolcall import looks_like_a_call
 
-        guard = self.last = ClauseGuard(self.options)
+        guard = self.last = ClauseGuard(self.options, request=text)
         stream = self.llm.reply(text)
         head, passing, cut = "", False, False
         try:
@@ -202,7 +266,11 @@ class ReplyGuard:
                 self.llm.stop()
             await stream.aclose()  # type: ignore[attr-defined]
         if guard.replaced is not None:
-            log.info("reply replaced: it claimed what the assistant cannot", said=guard.said)
+            log.info("reply replaced: it claimed what the assistant cannot, or said the request back",
+                     said=guard.said)
         history: Any = getattr(self.llm, "history", None)  # the backends' shared chat.History
         if history is not None and not passing:
-            history.amend(text, guard.said)  # what was said: tags, claims and the overlong tail gone
+            if guard.replaced is not None:
+                history.forget(text)  # a replaced reply teaches the next ones nothing
+            else:
+                history.amend(text, guard.said)  # what was said: tags and the overlong tail gone

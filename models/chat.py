@@ -73,9 +73,13 @@ class History:
 
     def amend(self, text: str, reply: str) -> None:
         """The last exchange was ``text``, but what was said is ``reply`` (the reply guard changed it)."""
+        self.forget(text)
+        self.remember(text, reply)
+
+    def forget(self, text: str) -> None:
+        """The last exchange, if it was ``text``, is not to be remembered (its reply was replaced)."""
         if self._exchanges and self._exchanges[-1][0] == text:
             self._exchanges.pop()
-        self.remember(text, reply)
 
     def clear(self) -> None:
         self._exchanges.clear()

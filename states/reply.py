@@ -82,7 +82,8 @@ class Reply:
                 s.request("stop", owner=self)
                 return
             self.stage = "tool"
-            answer = s.responder.answer(text)  # a tool's answer is computed and saved here
+            spoken_s = len(utterance) / s.cfg.audio.sample_rate
+            answer = s.responder.answer(text, spoken_s=spoken_s)  # a tool's answer is computed and saved here
             if answer.intent is not None:
                 s.bus.publish(ToolAnswered(intent=answer.intent))
             self.stage = "reply"
@@ -145,6 +146,7 @@ class Reply:
             s.responder.said(self.pipeline.reply_text)  # as far as it got: for "再说一遍"
         self.stage = "playback"
         await s.sink.wait_playout()
+        s.responder.finished()
         if self.playback_started:
             self.playback_finished = True
             s.bus.publish(PlaybackFinished(interrupted=False))
@@ -210,5 +212,6 @@ class Reply:
             except TimeoutError:
                 log.warning("playback did not stop in time", waited_s=timeout)
             self.playback_finished = True
+            s.responder.finished()
             s.bus.publish(PlaybackFinished(interrupted=True))
 

@@ -69,14 +69,24 @@ def test_a_long_reply_ends_at_a_sentence_end_and_never_passes_the_limit():
     assert said == "一二三四五六七八九十，" * 3
 
 
-async def test_the_stream_is_stopped_and_the_history_keeps_what_was_said():
+async def test_the_stream_is_stopped_and_a_replaced_reply_is_not_remembered():
     llm = ScriptedLlm("好的，我已经帮你打开了客厅的灯，还有别的需要吗？")
     llm.history = History(2)
+    llm.history.remember("你好", "你好！")
     llm.history.remember("打开客厅的灯", "好的，我已经帮你打开了客厅的灯，还有别的需要吗？")
     said = "".join([piece async for piece in ReplyGuard(llm).reply("打开客厅的灯")])
     assert said == CANNOT
     assert llm.stops == 1  # the LLM was told to stop at the claim
-    assert llm.history.exchanges == [("打开客厅的灯", CANNOT)]  # what the user heard, not what it wrote
+    assert llm.history.exchanges == [("你好", "你好！")]  # the replaced exchange teaches the next replies nothing
+
+
+async def test_the_history_keeps_what_was_said_of_a_reply_the_guard_shortened():
+    reply = "鸡蛋冷水下锅。水开后再煮八分钟左右。捞出来泡一下冷水。这样蛋壳更好剥，吃起来也更香。"
+    llm = ScriptedLlm(reply)
+    llm.history = History(2)
+    llm.history.remember("鸡蛋怎么煮", reply)
+    said = "".join([piece async for piece in ReplyGuard(llm, GuardOptions(soft_chars=20)).reply("鸡蛋怎么煮")])
+    assert llm.history.exchanges == [("鸡蛋怎么煮", said)] and said != reply
 
 
 async def test_a_json_tool_call_passes_through_for_the_tool_call_reader():

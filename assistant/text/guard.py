@@ -10,6 +10,8 @@ stream and the chunker and, per clause (text up to a clause-ending mark):
 - strips Markdown markers (``markdown.strip_markup``), so the printed reply is clean too;
 - replaces a claim the assistant cannot make — another identity, an action nothing performed, a
   live fact (weather) it has no way to know — with an honest sentence, and ends the reply there;
+- asks again when the reply's first clause only says the request back (``parrot.restates``: the
+  model echoing a garbled transcript is no answer);
 - holds back a bare acknowledgement (好的，) until the clause after it is known to be honest, so an
   honest replacement never follows a "好的";
 - ends the reply at the first sentence end after ``soft_chars`` characters, and before a clause that
@@ -27,11 +29,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from assistant.text.markdown import strip_markup
+from assistant.text.parrot import restates
 
 IDENTITY = "我是听说，在这台设备上离线运行的语音助手。"
 CANNOT = "这个我还做不到。我可以报时、算数、定时提醒和记待办。"
 NO_NETWORK = "我没有联网，查不了天气和新闻。"
 NOT_HEARD = "没听清是什么时候，请再说一遍。"  # a clear timer request never reaches the LLM: the tools take it
+ASK_AGAIN = "没听清，请再说一遍。"  # the reply only said the request back
 
 _NAMES = (r"百度|小度|通义|千问|Qwen|qwen|Google|谷歌|小爱|Siri|siri|ChatGPT|chatgpt|OpenAI|阿里|天猫精灵|Alexa|"
           r"文心|讯飞|小艺|Cortana|Gemini|Claude|小冰|GPT")
@@ -80,8 +84,9 @@ class GuardOptions:
 class ClauseGuard:
     """Feed the LLM's text as it streams; get back the parts that may be said, in order."""
 
-    def __init__(self, options: GuardOptions | None = None) -> None:
+    def __init__(self, options: GuardOptions | None = None, request: str = "") -> None:
         self.options = options or GuardOptions()
+        self.request = request  # what was asked: a first clause that only says it back is no answer
         self.ended = False
         self.replaced: str | None = None  # the honest sentence that replaced a claim, if any
         self._buffer = ""
@@ -134,6 +139,8 @@ class ClauseGuard:
                 return Verdict.REPLACED, honest
         if not self._said and not self._held and _ACK.match(text):
             return Verdict.HELD, text
+        if not self._said and self.request and restates(self.request, text):
+            return Verdict.REPLACED, ASK_AGAIN
         limit = self.options.max_chars
         if limit and self.said and len(self.said) + len(self._held) + len(text.strip()) > limit:
             return Verdict.ENDED, ""

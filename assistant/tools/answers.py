@@ -8,7 +8,7 @@ reply that confirms it is returned.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import structlog
 
@@ -19,6 +19,7 @@ from assistant.tools.store import Store, StoreError
 log = structlog.get_logger("tools")
 
 WEEKDAYS = "一二三四五六日"
+DAY_OFFSETS = {"前天": -2, "昨天": -1, "今天": 0, "明天": 1, "后天": 2, "大后天": 3}
 NOT_SAVED = "抱歉，没能保存，可能是存储空间满了。之前记下的都还在。"
 HELP = "我可以报时、算数、定时提醒、记待办、看设备状态，也可以陪你聊天。"
 MAX_LISTED = 3
@@ -67,9 +68,10 @@ class Tools:
         return "现在是" + timeparse.say_when(now, now).removeprefix("今天") + "。"
 
     def _date(self, intent: Intent, text: str) -> str:
-        now = self.now()
+        day = intent.slots.get("day", "今天").replace("今日", "今天").replace("明日", "明天")
+        when = self.now() + timedelta(days=DAY_OFFSETS[day])
         n = calculator.say_number
-        return f"今天是{n(now.month)}月{n(now.day)}号，星期{WEEKDAYS[now.weekday()]}。"
+        return f"{day}是{n(when.month)}月{n(when.day)}号，星期{WEEKDAYS[when.weekday()]}。"
 
     def _calc(self, intent: Intent, text: str) -> str:
         try:

@@ -35,7 +35,8 @@ RULES: list[tuple[str, re.Pattern[str]]] = [
                             r"|(待办|任务)(里|中)?(加上|添加|加)(?P<item2>.+)")),
     ("todo_list", re.compile(r"(看看|看一下|有哪些|有什么|列出|查看|查一下|我的)(我的)?(待办|任务)")),
     ("time", re.compile(r"(现在|当前)?几点(了|钟)?|(现在|当前)(的)?时间|什么时间|几点钟")),
-    ("date", re.compile(r"(今天|今日)(是)?(几号|几月几号|几月几日|星期几|礼拜几|周几|什么日子)|(今天)?(的)?日期")),
+    ("date", re.compile(r"(?P<day>今天|今日|明天|明日|后天|大后天|昨天|前天)(是)?"
+                        r"(几号|几月几号|几月几日|星期几|礼拜几|周几)|(今天|今日)(是)?什么日子|(今天)?(的)?日期")),
     ("memory", re.compile(r"内存")),
     ("temperature", re.compile(r"(CPU|cpu|芯片|处理器|主板|系统|机器|设备)?(的)?温度")),
     ("ip", re.compile(r"(本机|本地|我的|设备|机器)?(的)?(IP|ip|Ip|网络地址|IP地址)")),
@@ -44,7 +45,9 @@ RULES: list[tuple[str, re.Pattern[str]]] = [
     ("status", re.compile(r"系统状态|设备状态|(你|机器)的?状态")),
     ("volume", re.compile(r"(?P<dir>大声|小声|调大|调小|调高|调低|增大|减小|降低|提高)(一)?点?(音量|声音)?"
                           r"|音量(?P<dir2>调大|调小|调高|调低|大一点|小一点|加大|减小)"
-                          r"|音量(调到|设为|设置为|设到)(?P<level>[零一二两三四五六七八九十百\d]+)")),
+                          r"|音量(调到|设为|设置为|设到)(?P<level>[零一二两三四五六七八九十百\d]+)"
+                          # heard through a slip (8音量掉小一点, 声音大一点): the level word and a direction
+                          r"|(音量|声音)[^，。]{0,2}?(?P<dir3>大|小|高|低)(一)?点")),
 ]
 
 # The tools' own requests come first (添加待办取快递 is a todo, not a parcel); then the honest limits
@@ -56,8 +59,8 @@ _AMOUNT = r"(?:[零一二两三四五六七八九十百\d]+个?半?|半个?)(?:�
 # A timer given as a duration: 设一个五分钟的定时器, 倒计时三分钟, 计时十秒.
 TIMER = re.compile(rf"(?P<d>{_AMOUNT})(的)?(定时器?|计时器?|倒计时|闹钟)|(倒计时|计时|定时)(?P<d2>{_AMOUNT})")
 # The words the rules are keyed on, for the pinyin correction of near-miss transcripts (几店 → 几点).
-COMMAND_WORDS = ("几点", "一点", "星期", "乘以", "除以", "分钟", "小时", "提醒", "待办", "定时器", "计时器", "闹钟",
-                 "名字", "笑话", "天气", "下雨", "客厅", "卧室", "音量", "谢谢你", "怎么样")
+COMMAND_WORDS = ("几点", "几号", "一点", "星期", "乘以", "除以", "分钟", "小时", "提醒", "待办", "定时器", "计时器",
+                 "闹钟", "名字", "笑话", "天气", "下雨", "客厅", "卧室", "音量", "谢谢你", "怎么样")
 REMIND = re.compile(r"提醒我|叫我|定时|计时|倒计时|闹钟")
 
 
@@ -91,7 +94,7 @@ def _first_rule(t: str, rules: list[tuple[str, re.Pattern[str]]]) -> Intent | No
         m = pattern.search(t)
         if m is None:
             continue
-        slots = {k.rstrip("2"): v for k, v in m.groupdict().items() if v}
+        slots = {k.rstrip("23"): v for k, v in m.groupdict().items() if v}
         if name == "todo_done" and not _looks_like_todo(slots.get("item", "")):
             continue
         return Intent(name, slots)
