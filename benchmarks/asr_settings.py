@@ -1,6 +1,6 @@
 """Whisper base's settings against its error rate, on real Mandarin: general speech and commands apart.
 
-    .venv/bin/python benchmarks/asr_settings.py [--variants NAME,...] [--show]
+    .venv/bin/python benchmarks/asr_settings.py [--variants "NAME;..."] [--show]
 
 General speech: the 25 real clips with a human reference (the 23 corpus clips of
 ``asr_refs.toml`` whose source publishes a human transcript, ask_who_are_you and hey_xiaozhi),
@@ -87,10 +87,10 @@ async def measure(name: str, halves: tuple[list[Clip], list[Clip], list[Clip]], 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--variants", default=";".join(VARIANTS), help="names separated by ;")
     parser.add_argument("--show", action="store_true", help="print every transcript")
     args = parser.parse_args()
-    names = args.variants.split(",")
+    names = args.variants.split(";")
     unknown = [n for n in names if n not in VARIANTS]
     if unknown:
         print(f"asr_settings.py: unknown variants {unknown}; known: {', '.join(VARIANTS)}", file=sys.stderr)
