@@ -226,7 +226,8 @@ def test_python_3_13_on_the_board_without_the_toolkit_is_flagged(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(doctor, "package_version", lambda name: None)
     [row] = doctor.rknn_toolkit_lite2(config.load(None, []), rk3576(tmp_path))
-    assert row == Row("rknn-toolkit-lite2", WARN, "no wheel for Python 3.13: use a standalone Python 3.12 (see README)")
+    assert row == Row("rknn-toolkit-lite2", WARN,
+                      "no wheel for Python 3.13: run ./setup.sh on the board (it uses Python 3.11; see README)")
 
 
 def test_sherpa_rknn_build_with_librknnrt_2_3_is_warned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
