@@ -91,13 +91,23 @@ pyver=$("$python" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_inf
 if [ "$board" = yes ] && [ "${pyver#3.}" -ge 13 ]; then
     die "rknn-toolkit-lite2 has no wheel for Python $pyver ($python); run without PYTHON, or give one of 3.11-3.12"
 fi
-# Debian splits venv and the C headers (pyalsaaudio compiles against them) off its Pythons.
+# Debian splits ensurepip and the C headers (pyalsaaudio compiles against them) off its Pythons. The
+# board's python3.11 comes without its -venv package (deploy/board-python.sh): pip comes from the
+# wheel in Debian 13's python3-pip-whl instead.
+pip_wheel=""
+if [ "$board" = yes ] && [ "$pyver" = 3.11 ] && ! "$python" -c 'import ensurepip' 2>/dev/null; then
+    pip_wheel=$(ls /usr/share/python-wheels/pip-*.whl 2>/dev/null | tail -1)
+fi
 need_apt=()
-"$python" -c 'import ensurepip, venv' 2>/dev/null || need_apt+=("python$pyver-venv")
+[ -n "$pip_wheel" ] || "$python" -c 'import ensurepip, venv' 2>/dev/null || need_apt+=("python$pyver-venv")
 "$python" -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' ||
     need_apt+=("python$pyver-dev")
 ((${#need_apt[@]} == 0)) || apt_install "${need_apt[@]}"
 
+if [ ! -x .venv/bin/python ] && [ -n "$pip_wheel" ]; then
+    "$python" -m venv --without-pip .venv && .venv/bin/python "$pip_wheel/pip" install --quiet pip ||
+        die "$python -m venv --without-pip .venv, then pip from $pip_wheel, failed"
+fi
 [ -x .venv/bin/python ] || "$python" -m venv .venv || die "$python -m venv .venv failed"
 .venv/bin/python -m pip install --quiet --upgrade pip
 if [ "$board" = yes ]; then
