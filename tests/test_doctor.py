@@ -257,3 +257,14 @@ def test_a_check_that_raises_becomes_an_error_row(monkeypatch: pytest.MonkeyPatc
     assert doctor.run(config.load(None, []), argparse.Namespace(json=False, strict=True)) == 1
     out = capsys.readouterr().out
     assert "flagged: broken" in out
+
+
+def test_llama_cpp_is_only_missed_where_the_llm_is_llama_cpp(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(doctor, "package_version", lambda name: None if name == "llama-cpp-python" else "1.0")
+    def llama_row(overrides: list[str]) -> Row:
+        rows = doctor.packages(config.load(None, overrides), Env())
+        return next(r for r in rows if r.name == "llama-cpp-python")
+
+    assert llama_row([]).status == WARN  # the default LLM is llama.cpp
+    board = llama_row(["models.llm='rkllm'"])  # a board on RKLLM installs without it (setup.sh)
+    assert board.status == ABSENT and "rkllm" in board.detail

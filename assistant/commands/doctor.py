@@ -51,7 +51,7 @@ RKNNRT_VERSION = re.compile(rb"librknnrt version: (\d+\.\d+\.\d+[\w.+-]*)(?: \((
 # A .rknn model's flatbuffer "compiler" string: "2.3.2+81f21f4d(compiler version: 2.3.2 (e045de294f@…))"
 RKNN_COMPILER = re.compile(rb"(\d+\.\d+\.\d+[\w.+-]*)\(compiler version: [^\x00]{1,200}")
 PACKAGES = ("numpy", "onnxruntime", "sherpa-onnx", "faster-whisper", "ctranslate2", "llama-cpp-python",
-            "transitions", "pyalsaaudio", "structlog", "soxr", "pywebrtc-audio", "rknn-toolkit-lite2")
+            "transitions", "pyalsaaudio", "structlog", "soxr", "pywebrtc-audio")
 SHERPA_RKNN_ISSUES = ("sherpa-onnx's RKNN models crash in rknn_run under librknnrt 2.3.x (k2-fsa/sherpa-onnx#3154, "
                       "#2118); its maintainers pin librknnrt 2.2.0 (#2318)")
 
@@ -389,8 +389,17 @@ def npu_models(cfg: Config, env: Env) -> list[Row]:
 
 
 def packages(cfg: Config, env: Env) -> list[Row]:
-    return [Row(name, OK, v) if (v := package_version(name)) else Row(name, WARN, "not installed")
-            for name in PACKAGES]
+    """The runtime packages' versions; llama-cpp-python is only missed when the LLM is llama.cpp (a board
+    on RKLLM installs without it)."""
+    rows = []
+    for name in PACKAGES:
+        if v := package_version(name):
+            rows.append(Row(name, OK, v))
+        elif name == "llama-cpp-python" and cfg.models.llm != "llama":
+            rows.append(Row(name, ABSENT, f"not installed (models.llm = {cfg.models.llm!r} does not use it)"))
+        else:
+            rows.append(Row(name, WARN, "not installed"))
+    return rows
 
 
 CHECKS: list[tuple[str, Callable[[Config, Env], list[Row]]]] = [
