@@ -73,11 +73,19 @@ class Spoken:
     problems: list[str] = field(default_factory=list)
 
 
-def outcome(item: Item, reply: str, rules: Rules) -> tuple[str, list[str]]:
-    """(right | asked | unsure | wrong, the problems) of a spoken request (the tools' saves not checked)."""
+def outcome(item: Item, reply: str, rules: Rules, heard: list[str]) -> tuple[str, list[str]]:
+    """(right | asked | unsure | wrong, the problems) of a spoken request (the tools' saves not checked).
+    A reply that begins by saying the request back (as asked or as heard) is wrong whatever follows:
+    晚饭吃什么好？我来给你讲个故事吧 matches 饭, and answers nothing."""
     from dataclasses import replace
 
-    return classify(reply, judge(replace(item, stores=""), reply, rules))
+    from assistant.text.parrot import restates
+
+    problems = judge(replace(item, stores=""), reply, rules)
+    first = re.split(r"(?<=[，。！？,!?；;])", reply.strip(), maxsplit=1)[0]
+    if any(restates(text, first) for text in [item.ask, *heard] if text):
+        problems.append("says the request back")
+    return classify(reply, problems)
 
 
 def classify(reply: str, problems: list[str]) -> tuple[str, list[str]]:
@@ -226,7 +234,7 @@ async def run_session(parts: Any, spoken: list[Spoken], audio: dict[int, list[np
     last = {i: k for k, i in enumerate(owner)}  # the request is each item's last utterance
     for i, s in enumerate(spoken):
         s.heard, s.reply = answers[last[i]]
-        s.outcome, s.problems = outcome(s.item, s.reply, rules)
+        s.outcome, s.problems = outcome(s.item, s.reply, rules, s.heard)
 
 
 async def run_single(parts: Any, spoken: list[Spoken], audio: dict[int, list[np.ndarray]], room: str, rules: Rules,
@@ -237,7 +245,7 @@ async def run_single(parts: Any, spoken: list[Spoken], audio: dict[int, list[np.
         _clear(parts)
         turns = await _replay(parts, _heard(timeline, room, audio[i]), out / f"q{i:03d}")
         s.heard, s.reply = _answers(turns, spans)[-1]
-        s.outcome, s.problems = outcome(s.item, s.reply, rules)
+        s.outcome, s.problems = outcome(s.item, s.reply, rules, s.heard)
 
 
 async def run_typed(parts: Any, spoken: list[Spoken], rules: Rules) -> None:
@@ -250,7 +258,8 @@ async def run_typed(parts: Any, spoken: list[Spoken], rules: Rules) -> None:
     for s in spoken:
         done = await run_item(responder, s.item, rules, store)
         s.heard, s.reply = [s.item.ask], done.reply
-        s.outcome, s.problems = classify(done.reply, done.problems)
+        s.outcome, s.problems = outcome(s.item, done.reply, rules, []) if done.problems == [] else \
+            classify(done.reply, done.problems)
 
 
 # -- reporting ------------------------------------------------------------------------------------------

@@ -135,7 +135,11 @@ def file_plugin_env(folder: Path) -> dict[str, str]:
 pcm.tscap {{ type file  slave.pcm "null"  file "/dev/null"  infile "{folder}/in.raw"  format "raw" }}
 pcm.tsplay {{ type file  slave.pcm "null"  file "{folder}/out.raw"  format "raw" }}
 """, encoding="utf-8")
-    return {**os.environ, "HOME": str(folder), "PYTHONPATH": str(ROOT)}
+    from models.assets import default_store
+
+    # HOME is moved for ALSA only: the model store stays where setup put the models (the VAD's, fetched
+    # from its wheel, are nowhere else)
+    return {**os.environ, "HOME": str(folder), "PYTHONPATH": str(ROOT), "TINGSHUO_MODEL_STORE": str(default_store())}
 
 
 def run_on_file_plugin(folder: Path, module: str) -> subprocess.CompletedProcess[str]:
