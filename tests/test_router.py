@@ -45,7 +45,7 @@ CASES = [
     ("大声点", "volume", {"dir": "大声"}), ("小声一点", "volume", {"dir": "小声"}),
     ("音量调大", "volume", {"dir": "调大"}),
     ("音量调到五十", "volume", {"level": "五十"}), ("你能做什么", "help", {}), ("你会什么", "help", {}),
-    ("你有哪些功能", "help", {}),
+    ("你有哪些功能", "help", {}), ("你能帮我做什么", "help", {}),
 ]
 
 FOR_THE_LLM = ["给我讲个笑话", "北京是哪个国家的首都", "怎么做番茄炒蛋", "灯笼是什么做的", "水的沸点是多少度",
@@ -73,6 +73,7 @@ def test_the_table_is_big_enough():
 LIMITS = [
     ("你是谁", "identity"), ("你叫什么名字", "identity"), ("你是百度的吗", "identity"), ("谁开发了你", "identity"),
     ("你需要联网吗", "offline"), ("谢谢你", "thanks"), ("再见", "bye"), ("没事了", "okay"),
+    ("后天北京冷不冷", "no_network"), ("帮我查一下去上海的高铁票", "no_network"), ("黄金现在什么价格", "no_network"),
     ("今天天气怎么样", "no_network"), ("明天会下雨吗", "no_network"), ("今天外面的温度", "no_network"),
     ("最近有什么新闻", "no_network"), ("帮我查一下快递", "no_network"), ("给我订一张去北京的火车票", "no_network"),
     ("给妈妈发个微信", "no_phone"), ("放首歌", "no_music"), ("下一首", "no_music"), ("打开客厅的灯", "no_device"),

@@ -24,7 +24,7 @@ class Intent:
 
 
 RULES: list[tuple[str, re.Pattern[str]]] = [
-    ("help", re.compile(r"你(能|会|可以)(做|干)?(什么|啥)|你有(什么|哪些)功能|怎么用你")),
+    ("help", re.compile(r"你(能|会|可以)(帮我|为我|给我)?(做|干)?(什么|啥)|你有(什么|哪些)功能|怎么用你")),
     ("reminder_cancel", re.compile(r"(取消|删除|删掉|关掉)(所有|全部|(?P<one>这个|那个|刚才的|刚才那个))?的?"
                                    r"(?P<which>提醒|定时器?|闹钟|计时器?|倒计时)")),
     ("reminder_list", re.compile(r"(看看|看一下|有哪些|有什么|有几个|列出|查看|查一下|我的)(我的)?"
