@@ -238,13 +238,13 @@ class AsrConfig:
     compute_type: str = _opt("int8", "CTranslate2 compute type.", choices=("int8", "int8_float32", "float32"))
     beam_size: int = _opt(1, "Beam size (1 is greedy and fastest).", lo=1, hi=10)
     initial_prompt: str = _opt("以下是普通话的句子。", "Prompt that keeps Whisper in Simplified Mandarin.")
-    command_words: bool = _opt(False, "Give Whisper the command words (the tools' and tools.hotwords) as context "
+    command_words: bool = _opt(True, "Give Whisper the command words (the tools' and tools.hotwords) as context "
                                       "(on all speech: it costs general speech more than it gains commands).")
     min_avg_logprob: float = _opt(-1.0, "A transcript with a lower mean token log-probability is asked again.",
                                   lo=-100.0, hi=0.0)
     max_no_speech_prob: float = _opt(0.8, "A transcript whose no-speech probability is higher is asked again.",
                                      lo=0.0, hi=1.0)
-    window_s: float = _opt(15.0, "Smallest Whisper encoder window in seconds (an utterance gets itself + 1 s); "
+    window_s: float = _opt(10.0, "Smallest Whisper encoder window in seconds (an utterance gets itself + 1 s); "
                                  "30 is Whisper's full window.", lo=1.0, hi=30.0)
 
 
