@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from datetime import datetime
+from zoneinfo import ZoneInfo
 
 import numpy as np
 
@@ -179,3 +181,14 @@ class PacedTts:
         self.calls.append((text, started, self.clock.now()))
         t = np.arange(int(seconds * self.sample_rate)) / self.sample_rate
         yield (0.1 * np.sin(2 * np.pi * 200 * t) * (1 + np.sin(2 * np.pi * 3 * t))).astype(np.float32)
+
+
+class FixedClock:
+    """The tools' and the responder's ``now``: a fixed moment (a Sunday afternoon in Shanghai) that a
+    test moves by hand (``clock.t += timedelta(...)``)."""
+
+    def __init__(self, t: datetime | None = None) -> None:
+        self.t = t or datetime(2026, 11, 29, 14, 0, tzinfo=ZoneInfo("Asia/Shanghai"))
+
+    def __call__(self) -> datetime:
+        return self.t

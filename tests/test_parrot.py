@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
@@ -11,7 +11,7 @@ from assistant.respond import ReplyGuard, Responder
 from assistant.text.guard import ASK_AGAIN, ClauseGuard
 from assistant.text.parrot import restates
 from models.chat import History
-from tests.doubles import ScriptedLlm
+from tests.doubles import FixedClock, ScriptedLlm
 
 
 @pytest.mark.parametrize(("request_text", "reply"), [
@@ -80,16 +80,8 @@ async def test_a_parroted_reply_is_asked_again_and_not_remembered():
     assert llm.history.exchanges == [("一天有多少个小时", "一天有二十四个小时。")]
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.t = datetime(2026, 12, 2, 20, 0, tzinfo=datetime.now().astimezone().tzinfo)
-
-    def __call__(self) -> datetime:
-        return self.t
-
-
 def test_a_request_begun_soon_after_the_reply_continues_the_conversation_and_a_later_one_starts_afresh():
-    clock = Clock()
+    clock = FixedClock()
     llm = ScriptedLlm()
     llm.history = History(2)
     responder = Responder(llm, None, now=clock, conversation_s=8.0)
@@ -109,5 +101,5 @@ def test_the_first_request_of_a_session_sees_no_history():
     llm = ScriptedLlm()
     llm.history = History(2)
     llm.history.remember("昨天的问题", "昨天的回答。")
-    Responder(llm, None, now=Clock()).answer("你好")
+    Responder(llm, None, now=FixedClock()).answer("你好")
     assert llm.history.exchanges == []

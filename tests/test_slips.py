@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -12,7 +12,7 @@ from assistant.respond import SAY_AGAIN, Responder, hotwords_for
 from assistant.text.slips import doubtful, repair
 from assistant.tools.answers import Tools
 from assistant.tools.store import Store
-from tests.doubles import ScriptedLlm
+from tests.doubles import FixedClock, ScriptedLlm
 
 TZ = ZoneInfo("Asia/Shanghai")
 
@@ -32,20 +32,12 @@ def test_everything_else_is_left_as_heard(text):
     assert repair(text) == (text, [])
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.t = datetime(2026, 11, 29, 14, 0, tzinfo=TZ)  # a Sunday
-
-    def __call__(self) -> datetime:
-        return self.t
-
-
 @pytest.fixture
 def responder(tmp_path: Path):
     from assistant.config import load
 
     store = Store(tmp_path / "t.sqlite3")
-    clock = Clock()
+    clock = FixedClock()
     cfg = load(Path(__file__).resolve().parent.parent / "config.toml", [])
     r = Responder(ScriptedLlm("随便说点什么。"), Tools(store, clock), hotwords=hotwords_for(cfg), now=clock)
     yield r, clock

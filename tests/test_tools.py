@@ -12,22 +12,15 @@ from assistant.tools import system
 from assistant.tools.answers import Tools
 from assistant.tools.router import route
 from assistant.tools.store import Store
+from tests.doubles import FixedClock
 
 TZ = ZoneInfo("Asia/Shanghai")
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = datetime(2026, 11, 29, 14, 0, tzinfo=TZ)  # a Sunday
-
-    def __call__(self) -> datetime:
-        return self.t
 
 
 @pytest.fixture
 def tools(tmp_path: Path):
     store = Store(tmp_path / "t.sqlite3")
-    t = Tools(store, Clock())
+    t = Tools(store, FixedClock())
     yield t
     store.close()
 
