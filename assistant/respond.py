@@ -88,14 +88,12 @@ class Responder:
         settled = self._settle(text)
         if settled is not None:
             return settled
-        if self.pending is None and self.tools is not None and (meant := self._doubtful(text)) is not None:
+        text = self.correct(text)  # once: every decision below reads the corrected text
+        if self.pending is None and self.tools is not None and (meant := _doubtful(text)) is not None:
             self.pending = meant
             log.info("a doubtful command: asking back", heard=text, meant=meant)
             return Answer(FixedText(f"你是说“{meant}”吗？"), text, "confirm")
-        found = self.local(text)
-        if found is not None:
-            return found
-        return Answer(self._llm(self._need_llm()), self.correct(text), None)
+        return self._local(text) or Answer(self._llm(self._need_llm()), text, None)
 
     def warm(self, text: str) -> None:
         """``text`` is likely the request (a speculative transcript): if only the LLM would answer it,
@@ -113,7 +111,10 @@ class Responder:
 
     def local(self, text: str) -> Answer | None:
         """The answer of an offline tool, Home Assistant or an honest limit, or None when only the LLM can answer."""
-        text = self.correct(text)
+        return self._local(self.correct(text))
+
+    def _local(self, text: str) -> Answer | None:
+        """``local`` on a text already corrected."""
         if self.home is not None and (device := self._device(text)) is not None:
             from assistant.tools.home import HomeReply
 
@@ -194,16 +195,10 @@ class Responder:
         said = clean(text)
         if YES.match(said):
             log.info("confirmed", request=meant)
-            return self.local(meant) or Answer(self._llm(self._need_llm()), meant, None)
+            return self._local(meant) or Answer(self._llm(self._need_llm()), meant, None)
         if NO.match(said):
             return Answer(FixedText(SAY_AGAIN), text, "confirm")
         return None
-
-    def _doubtful(self, text: str) -> str | None:
-        from assistant.text.slips import doubtful
-        from assistant.tools.router import clean
-
-        return doubtful(clean(self.correct(text)))
 
     def _need_llm(self) -> Llm:
         if self.llm is None:
@@ -218,6 +213,13 @@ class Responder:
 
             source = ToolCallReader(source, lambda command: self.tool_answer(command)[1])
         return source
+
+
+def _doubtful(text: str) -> str | None:
+    from assistant.text.slips import doubtful
+    from assistant.tools.router import clean
+
+    return doubtful(clean(text))
 
 
 class ReplyGuard:
