@@ -33,6 +33,12 @@ from benchmarks.commands import edits  # noqa: E402
 PLAIN = ["asr.command_words=false", "asr.min_avg_logprob=-100.0", "asr.max_no_speech_prob=1.0"]
 VARIANTS: dict[str, list[str]] = {
     "defaults": [],
+    "command words always": ['asr.command_bias="always"'],
+    "command words likely, no confidence check": ["asr.min_avg_logprob=-100.0", "asr.max_no_speech_prob=1.0"],
+    "command words likely, no confidence check, 15 s": ["asr.min_avg_logprob=-100.0", "asr.max_no_speech_prob=1.0",
+                                                        "asr.window_s=15.0"],
+    "command words likely, 15 s": ["asr.window_s=15.0"],
+    "temperature fallback": ["asr.fallback=true"],
     "no command words": ["asr.command_words=false"],
     "no confidence check": ["asr.min_avg_logprob=-100.0", "asr.max_no_speech_prob=1.0"],
     "plain": PLAIN,

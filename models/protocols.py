@@ -104,6 +104,33 @@ class Llm(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Scored:
+    """A piece of a reply with the model's confidence in it: the probability the model gave its own
+    first choice at the piece's token (the lowest, when the piece took several), 0–1."""
+
+    text: str
+    confidence: float
+
+
+async def texts(scored: AsyncIterator[Scored]) -> AsyncIterator[str]:
+    """The pieces' text alone."""
+    try:
+        async for piece in scored:
+            yield piece.text
+    finally:
+        await scored.aclose()  # type: ignore[attr-defined]
+
+
+@runtime_checkable
+class Confident(Protocol):
+    """An LLM that says how sure it was of each piece of its reply."""
+
+    def scored(self, text: str) -> AsyncIterator[Scored]:
+        """``reply``, each piece with its confidence; ``stop()`` applies to it as to a reply."""
+        ...
+
+
 @runtime_checkable
 class Prefill(Protocol):
     """An LLM that can evaluate a likely prompt ahead of the reply (its KV cache then holds it)."""
