@@ -127,7 +127,8 @@ def llm(cfg: Config, assets: Assets, gate: CoreGate | None = None) -> Llm:
     return LlamaLlm(assets.path(model.name, gguf.name), threads=cfg.llm.threads, n_ctx=cfg.llm.context,
                     temperature=cfg.llm.temperature, top_p=cfg.llm.top_p, repeat_penalty=cfg.llm.repeat_penalty,
                     max_tokens=cfg.llm.max_tokens, history_turns=cfg.llm.history_turns,
-                    expected_sha256=gguf.sha256, system_prompt=system_prompt, examples=examples, gate=gate)
+                    expected_sha256=gguf.sha256, system_prompt=system_prompt, examples=examples, gate=gate,
+                    confidence=cfg.llm.min_confidence > 0)
 
 
 @functools.cache

@@ -267,7 +267,7 @@ class LlmConfig:
     history_turns: int = _opt(2, "Earlier exchanges the model sees, within one conversation.", lo=0, hi=20)
     conversation_s: float = _opt(8.0, "A request begun within this many seconds of the end of the last reply "
                                       "continues its conversation; a later one starts afresh.", lo=0, hi=3600)
-    min_confidence: float = _opt(0.0, "A factual answer whose first clause the model gave a token less than this "
+    min_confidence: float = _opt(0.15, "A factual answer whose first clause the model gave a token less than this "
                                       "probability (its own first choice) is replaced by 这个我不太确定 (0: off).",
                                  lo=0.0, hi=1.0)
     system_prompt: str = _opt("", "System prompt; empty keeps the built-in spoken-Mandarin prompt.")

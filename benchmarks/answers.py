@@ -14,7 +14,14 @@ speed and the process's peak RSS. Variants:
   examples inline, "听说：" tags), no honest limits in the router, no reply guard, no command-word
   correction, temperature 0.7;
 - `…-noguard`, `…-nolimits`: the default with one of those two parts off;
-- `…-t0.3` (or any `-tX`): the default at another sampling temperature (the default is 0, greedy).
+- `…-t0.3` (or any `-tX`): the default at another sampling temperature (the default is 0, greedy);
+- `…-c0.15` (any `-cX`): the reply guard's doubt threshold (`llm.min_confidence`; `-c0` is off);
+- `…-noconf`: no logits processor reading the model's confidence (what reading it costs).
+
+Outcomes are counted as in the spoken evaluation: right, asked again, unsure (这个我不太确定),
+wrong. ``--sweep 0.1,0.2`` puts each LLM reply's recorded pieces (with the model's confidence)
+through the reply guard again at each doubt threshold and judges what it lets through;
+``--from-json`` does that (and the table) for an earlier run's ``--json``.
 
 Sampling is seeded (--seed), so a run is repeatable on one machine.
 """
@@ -110,6 +117,8 @@ def run_variant(variant: str, questions: Path, only: str | None, seed: int) -> d
     preload()
     raw = backends.llm(cfg, backends.assets_for(cfg))
     raw.seed = seed  # type: ignore[attr-defined]
+    if "noconf" in tweaks:
+        raw._confidence = None  # type: ignore[attr-defined]  # no logits processor: what reading it costs
     raw.load()
     llm = Counted(raw)
     with tempfile.TemporaryDirectory() as tmp:
@@ -220,13 +229,15 @@ def main() -> int:
     parser.add_argument("--json", type=Path, default=None, help="also write every outcome here")
     parser.add_argument("--sweep", default="", help="doubt thresholds to try offline on the recorded replies, "
                                                     "e.g. 0.2,0.3,0.4")
+    parser.add_argument("--from-json", type=Path, default=None, help="no run: the table (and --sweep) of an earlier "
+                                                                      "--json")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)  # the child process's variant
     args = parser.parse_args()
     if args.one is not None:
         print(json.dumps(run_variant(args.one, args.questions, args.only, args.seed), ensure_ascii=False))
         return 0
-    results = []
-    for variant in args.variants.split(","):
+    results = [] if args.from_json is None else json.loads(args.from_json.read_text(encoding="utf-8"))
+    for variant in args.variants.split(",") if args.from_json is None else []:
         print(f"running {variant} …", file=sys.stderr, flush=True)
         cmd = [sys.executable, __file__, "--one", variant, "--questions", str(args.questions), "--seed", str(args.seed)]
         if args.only:

@@ -16,7 +16,8 @@ model is only ever touched from that one thread.
 Confidence: ``scored()`` streams each piece with the probability the model gave its own first
 choice at the piece's token (the lowest over its tokens, when one piece took several). A logits
 processor that only looks reads it from the raw distribution before the repeat penalty and the
-sampler; the caller decides what a low one means (the reply guard's 这个我不太确定).
+sampler; the caller decides what a low one means (the reply guard's 这个我不太确定). With
+``confidence=False`` there is no processor, and every piece has 1.0.
 
 The system prompt, its examples and the short conversation history are in ``models.chat``.
 """
@@ -67,6 +68,7 @@ class LlamaLlm:
         seed: int | None = None,
         expected_sha256: str = QWEN_05B_SHA256,
         gate: CoreGate | None = None,
+        confidence: bool = True,
     ) -> None:
         self.model_path = model_path
         self.threads = threads
@@ -85,7 +87,7 @@ class LlamaLlm:
         self._worker = Worker("llm")
         self._model: Llama | None = None
         self._stream: Iterator[Any] | None = None  # worker thread only
-        self._confidence = _Confidence()  # the current stream's per-step confidence (worker thread only)
+        self._confidence = _Confidence() if confidence else None  # per step of the stream (worker thread only)
         self._stopped = threading.Event()  # the current reply's stop flag; a fresh one per reply
         self._system_state: Any = None  # llama.cpp state after the system prompt (worker thread only)
         self._system_tokens: list[int] = []
@@ -231,13 +233,14 @@ class LlamaLlm:
                 top_k=self.top_k,
                 repeat_penalty=self.repeat_penalty,
                 max_tokens=self.max_tokens,
-                logits_processor=cast(Any, [self._confidence]),
+                logits_processor=cast(Any, [self._confidence]) if self._confidence is not None else None,
                 seed=self.seed,  # given a seed, the same chat always gets the same reply (replays, tests)
             )
         except (ValueError, RuntimeError) as exc:
             raise ModelError(f"llm: llama.cpp could not start a reply: {exc}") from None
         self._stream = cast(Iterator[Any], stream)
-        self._confidence.steps.clear()
+        if self._confidence is not None:
+            self._confidence.steps.clear()
 
     def _step(self, stopped: threading.Event) -> Scored | None:
         """The next piece of text (worker thread), or None once the reply is over or stopped.
@@ -246,7 +249,7 @@ class LlamaLlm:
         a token held back because it ends mid-character) are skipped; a piece's confidence is the
         lowest of the steps since the piece before it.
         """
-        steps = self._confidence.steps
+        steps = self._confidence.steps if self._confidence is not None else []  # none: every piece 1.0
         seen = len(steps)
         while self._stream is not None and not stopped.is_set():
             if self.gate is not None:

@@ -190,3 +190,24 @@ def test_the_command_words_are_context_only_where_the_plain_transcript_sounds_li
     finally:
         for asr in (plain, always, never, likely):
             asr.close()
+
+
+@pytest.mark.slow
+def test_the_sampling_fallback_is_seeded_and_keeps_the_likeliest_transcript():
+    folder = Assets([SHARED / "models"]).folder("whisper-base")
+    greedy = WhisperAsr(folder, window_s=10.0, min_avg_logprob=-0.01)  # nothing passes: every fallback is tried
+    sampled = WhisperAsr(folder, window_s=10.0, min_avg_logprob=-0.01, fallback=(0.4, 0.8))
+    greedy.load()
+    sampled.load()
+    try:
+        clip = real("ask_who_are_you.wav")
+        asyncio.run(greedy.transcribe(clip))
+        runs = []
+        for _ in range(2):
+            assert asyncio.run(sampled.transcribe(clip)) == ""  # still doubted: asked again
+            runs.append(sampled.last_scores)
+        assert runs[0] == runs[1]  # seeded: a replay hears the same
+        assert runs[0][0] >= greedy.last_scores[0]  # the likeliest of greedy and the samples is kept
+    finally:
+        greedy.close()
+        sampled.close()
