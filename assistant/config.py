@@ -249,7 +249,7 @@ class AsrConfig:
                                   lo=-100.0, hi=0.0)
     max_no_speech_prob: float = _opt(0.8, "A transcript whose no-speech probability is higher is asked again.",
                                      lo=0.0, hi=1.0)
-    window_s: float = _opt(10.0, "Smallest Whisper encoder window in seconds (an utterance gets itself + 1 s); "
+    window_s: float = _opt(15.0, "Smallest Whisper encoder window in seconds (an utterance gets itself + 1 s); "
                                  "30 is Whisper's full window.", lo=1.0, hi=30.0)
 
 
