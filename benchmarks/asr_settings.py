@@ -49,6 +49,8 @@ VARIANTS: dict[str, list[str]] = {
     "plain, beam 5, 10 s": [*PLAIN, "asr.beam_size=5", "asr.window_s=10.0"],
     "plain, beam 5, 30 s": [*PLAIN, "asr.beam_size=5", "asr.window_s=30.0"],
     "plain, no prompt": [*PLAIN, 'asr.initial_prompt=""'],
+    "no prompt": ['asr.initial_prompt=""'],
+    "plain, beam 5, no prompt": [*PLAIN, "asr.beam_size=5", 'asr.initial_prompt=""'],
     "no command words, beam 5": ["asr.command_words=false", "asr.beam_size=5"],
 }
 Clip = tuple[str, str, np.ndarray]
