@@ -19,7 +19,7 @@ import structlog
 
 from assistant.pipeline import FixedText
 from assistant.text.guard import ClauseGuard, GuardOptions
-from models.protocols import Confident, Scored
+from models.protocols import scored_reply
 
 if TYPE_CHECKING:
     from assistant.config import Config
@@ -217,14 +217,6 @@ class Responder:
         return source
 
 
-async def _unscored(pieces: AsyncIterator[str]) -> AsyncIterator[Scored]:
-    try:
-        async for piece in pieces:
-            yield Scored(piece, 1.0)
-    finally:
-        await pieces.aclose()  # type: ignore[attr-defined]
-
-
 def _doubtful(text: str) -> str | None:
     from assistant.text.slips import doubtful
     from assistant.tools.router import clean
@@ -253,7 +245,7 @@ class ReplyGuard:
         from assistant.tools.toolcall import looks_like_a_call
 
         guard = self.last = ClauseGuard(self.options, request=text)
-        stream = self.llm.scored(text) if isinstance(self.llm, Confident) else _unscored(self.llm.reply(text))
+        stream = scored_reply(self.llm, text)
         head, passing, cut = "", False, False
         try:
             async for scored in stream:

@@ -131,6 +131,20 @@ class Confident(Protocol):
         ...
 
 
+def scored_reply(llm: Llm, text: str) -> AsyncIterator[Scored]:
+    """The reply to ``text`` with the model's confidence in each piece: its own when it gives one,
+    else 1.0 for every piece."""
+    return llm.scored(text) if isinstance(llm, Confident) else _sure(llm.reply(text))
+
+
+async def _sure(pieces: AsyncIterator[str]) -> AsyncIterator[Scored]:
+    try:
+        async for piece in pieces:
+            yield Scored(piece, 1.0)
+    finally:
+        await pieces.aclose()  # type: ignore[attr-defined]
+
+
 @runtime_checkable
 class Prefill(Protocol):
     """An LLM that can evaluate a likely prompt ahead of the reply (its KV cache then holds it)."""

@@ -135,17 +135,21 @@ class WhisperAsr:
         biased = self.likely_command is None  # the hot words from the start
         try:
             if self.window_s >= FULL_WINDOW_S or seconds + WINDOW_MARGIN_S >= FULL_WINDOW_S:
-                text, mean, no_speech = self._segments(samples, stop, biased)
-                if self._again(text):
-                    text, mean, no_speech = self._segments(samples, stop, True)
+                text, mean, no_speech = self._full(samples, stop, biased)
             else:
                 text, mean, no_speech = self._windowed(samples, stop, biased)
                 if _looped(text):  # a short window can send the decoder round in circles: the full one
                     log.info("decoder looped on the short window: transcribing with the full one", text=text[:40])
-                    text, mean, no_speech = self._segments(samples, stop, biased)
+                    text, mean, no_speech = self._full(samples, stop, biased)
         except Stopped:
             return ""
         return self._checked(str(self._t2s.convert(text)), mean, no_speech)
+
+    def _full(self, samples: Samples, stop: threading.Event, biased: bool) -> tuple[str, float, float]:
+        """faster-whisper's own loop, and again with the hot words if the plain transcript sounds like
+        a command (the encoder runs twice: only for long or looping utterances)."""
+        decoded = self._segments(samples, stop, biased)
+        return self._segments(samples, stop, True) if not biased and self._again(decoded[0]) else decoded
 
     def _again(self, text: str) -> bool:
         """Whether a plain transcript sounds like a command, so it is decoded again with the hot words."""

@@ -65,16 +65,15 @@ class RemoteLlm(_Remote):
         return texts(self.scored(text))
 
     def scored(self, text: str) -> AsyncIterator[Scored]:
-        """The reply with the worker's LLM's confidence in each piece (1.0 where it has none)."""
+        """The reply with the worker's LLM's confidence in each piece (1.0 each where it gives none)."""
         return self._scored(text)
 
     async def _scored(self, text: str) -> AsyncIterator[Scored]:
         said: list[str] = []
         try:
             async for piece in self.worker.stream("llm", "scored", text, self.history.exchanges):
-                scored = piece if isinstance(piece, Scored) else Scored(str(piece), 1.0)
-                said.append(scored.text)
-                yield scored
+                said.append(piece.text)
+                yield piece
         finally:
             self.history.remember(text, "".join(said))
 
