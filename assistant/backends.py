@@ -16,7 +16,7 @@ from assistant.phrase_cache import PhraseCache, default_folder, tts_key
 from models.assets import Assets
 from models.cores import CoreGate
 from models.manifest import Model, by_name
-from models.protocols import Asr, Backends, Kws, Llm, Tts, Turn, Vad
+from models.protocols import Asr, Backends, Kws, Llm, Rescorer, Tts, Turn, Vad
 
 if TYPE_CHECKING:
     from assistant.tools.answers import Tools
@@ -34,7 +34,9 @@ def configured_models(cfg: Config) -> list[Model]:
         names.append(cfg.llm.model)
     if cfg.vad.turn_model:
         names.append("smart-turn-v3.2")
-    return [by_name(n) for n in names]
+    if cfg.asr.rescore and cfg.asr.beam_size > 1:
+        names.append(cfg.asr.rescore)
+    return [by_name(n) for n in dict.fromkeys(names)]
 
 
 def assets_for(cfg: Config) -> Assets:
@@ -89,7 +91,21 @@ def asr(cfg: Config, assets: Assets) -> Asr:
                       beam_size=cfg.asr.beam_size, initial_prompt=cfg.asr.initial_prompt, hotwords=" ".join(words),
                       min_avg_logprob=cfg.asr.min_avg_logprob, max_no_speech_prob=cfg.asr.max_no_speech_prob,
                       window_s=cfg.asr.window_s, likely_command=likely,
-                      fallback=(0.2, 0.4, 0.6, 0.8, 1.0) if cfg.asr.fallback else ())
+                      fallback=(0.2, 0.4, 0.6, 0.8, 1.0) if cfg.asr.fallback else (),
+                      rescorer=rescorer(cfg, assets), n_best=min(cfg.asr.n_best, cfg.asr.beam_size),
+                      rescore_weight=cfg.asr.rescore_weight)
+
+
+def rescorer(cfg: Config, assets: Assets) -> Rescorer | None:
+    """The language model that weighs Whisper's hypotheses again, if one is configured (and beam search is on)."""
+    if not cfg.asr.rescore or cfg.asr.beam_size < 2:
+        return None
+    from models.llama_scorer import LlamaScorer
+    from models.manifest import by_name
+
+    model = by_name(cfg.asr.rescore)
+    gguf = model.files[0]
+    return LlamaScorer(assets.path(model.name, gguf.name), expected_sha256=gguf.sha256, threads=cfg.asr.threads)
 
 
 def llm(cfg: Config, assets: Assets, gate: CoreGate | None = None) -> Llm:

@@ -251,6 +251,13 @@ class AsrConfig:
                                      lo=0.0, hi=1.0)
     window_s: float = _opt(15.0, "Smallest Whisper encoder window in seconds (an utterance gets itself + 1 s); "
                                  "30 is Whisper's full window.", lo=1.0, hi=30.0)
+    rescore: str = _opt("qwen2.5-coder-0.5b-instruct-q4_k_m", "GGUF model (from the model manifest) that weighs "
+                        "Whisper's n-best hypotheses again as Chinese; \"\" keeps Whisper's first. "
+                        "Needs beam_size > 1.",
+                        choices=("", "qwen2.5-coder-0.5b-instruct-q4_k_m", "qwen2.5-coder-1.5b-instruct-q4_k_m"))
+    n_best: int = _opt(5, "Hypotheses rescored (at most beam_size).", lo=2, hi=10)
+    rescore_weight: float = _opt(0.3, "Weight of the rescoring model's log-probability against Whisper's.",
+                                 lo=0.0, hi=5.0)
 
 
 @dataclass(frozen=True)

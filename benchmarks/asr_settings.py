@@ -52,6 +52,10 @@ VARIANTS: dict[str, list[str]] = {
     "no prompt": ['asr.initial_prompt=""'],
     "plain, beam 5, no prompt": [*PLAIN, "asr.beam_size=5", 'asr.initial_prompt=""'],
     "no command words, beam 5": ["asr.command_words=false", "asr.beam_size=5"],
+    "no rescoring": ['asr.rescore=""'],
+    "rescore weight 0.2": ["asr.rescore_weight=0.2"],
+    "rescore weight 0.5": ["asr.rescore_weight=0.5"],
+    "rescore 3 best": ["asr.n_best=3"],
 }
 Clip = tuple[str, str, np.ndarray]
 

@@ -7,7 +7,7 @@ backend's worker thread, so cancellation lands between pieces.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -85,6 +85,19 @@ class Asr(Protocol):
 
     def stop(self) -> None:
         """Abandon the transcription in flight, if the backend can."""
+        ...
+
+
+class Rescorer(Protocol):
+    """A language model weighing an ASR's hypotheses: how likely each sentence is. Loaded, used and
+    closed on the ASR's own worker thread."""
+
+    def load(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def logprobs(self, texts: Sequence[str]) -> list[float]:
+        """Each text's summed log-probability (natural log; -inf for one it cannot weigh)."""
         ...
 
 

@@ -1,6 +1,6 @@
 """Whisper (CTranslate2, via faster-whisper) speech recognition for Mandarin.
 
-Decoding is pinned to Chinese with beam 1, and an initial prompt in Simplified Chinese keeps the
+Decoding is pinned to Chinese (greedy or beam search), and an initial prompt in Simplified Chinese keeps the
 output from drifting into Traditional characters; what still slips through is converted with
 OpenCC (t2s). Segments are pulled one at a time on the backend's thread, so ``stop()`` lands
 between segments.
@@ -10,7 +10,13 @@ than 待半. Given on all speech, they cost general speech more than they gain c
 as 闹钟室), so with ``likely_command`` they are given only where a command is likely: the utterance
 is decoded without them, and when the plain transcript sounds like a command (the caller's
 predicate), decoded again with them from the same encoder output (the decoder alone: a few tens of
-milliseconds for a short request). A transcript Whisper itself doubts — mean token log-probability below
+milliseconds for a short request).
+
+With a ``rescorer`` (``models.llama_scorer``) and beam search, Whisper's ``n_best`` hypotheses are
+weighed again by a language model that knows Chinese: each one's Whisper log-probability plus
+``rescore_weight`` times the language model's (公子是哪个国家的人 gives way to 孔子…, 首度 to 首都).
+(The short-window path only: an utterance near 30 s, or one the short window sends looping, keeps
+faster-whisper's first.) A transcript Whisper itself doubts — mean token log-probability below
 ``min_avg_logprob``, or a no-speech probability above ``max_no_speech_prob`` — is returned empty,
 so the assistant asks again instead of answering something that was not said.
 
@@ -32,7 +38,7 @@ from typing import Any
 
 import structlog
 
-from models.protocols import ModelError, Samples
+from models.protocols import ModelError, Rescorer, Samples
 from models.worker import Worker
 
 log = structlog.get_logger("asr")
@@ -59,7 +65,8 @@ class WhisperAsr:
                  language: str = "zh", initial_prompt: str = PROMPT, hotwords: str = "",
                  min_avg_logprob: float = float("-inf"), max_no_speech_prob: float = 1.0,
                  window_s: float = FULL_WINDOW_S, likely_command: Callable[[str], bool] | None = None,
-                 fallback: tuple[float, ...] = ()) -> None:
+                 fallback: tuple[float, ...] = (), rescorer: Rescorer | None = None, n_best: int = 5,
+                 rescore_weight: float = 0.3) -> None:
         if not 1.0 <= window_s <= FULL_WINDOW_S:
             raise ValueError(f"asr: window_s must be within 1–30 s, not {window_s}")
         self.model_dir = model_dir
@@ -74,6 +81,9 @@ class WhisperAsr:
         self.window_s = window_s
         self.likely_command = likely_command  # None: the hot words are context for all speech
         self.fallback = fallback  # sampling temperatures to try where greedy decoding fails its checks
+        self.rescorer = rescorer if beam_size > 1 else None  # greedy decoding has one hypothesis
+        self.n_best = n_best
+        self.rescore_weight = rescore_weight
         self.last_scores: tuple[float, float] | None = None  # (mean log-prob, no-speech prob) of the last run
         self._worker = Worker("asr")
         self._model: Any = None
@@ -109,8 +119,12 @@ class WhisperAsr:
         self._prompt = self._model.get_prompt(self._tokenizer, context, without_timestamps=True,
                                               hotwords=self.hotwords or None)
         self._plain = self._model.get_prompt(self._tokenizer, context, without_timestamps=True)
+        if self.rescorer is not None:
+            self.rescorer.load()
 
     def close(self) -> None:
+        if self.rescorer is not None:
+            self._worker.call(self.rescorer.close)
         self._worker.close()
         self._model = None
 
@@ -198,6 +212,7 @@ class WhisperAsr:
             raise Stopped
         model = self._model
         sampling: dict[str, Any] = {}
+        hypotheses = self.n_best if self.rescorer is not None and temperature == 0 else 1
         if temperature > 0:
             import ctranslate2
 
@@ -207,10 +222,13 @@ class WhisperAsr:
             encoded, [prompt], beam_size=1 if sampling else self.beam_size,
             max_length=min(model.max_length, len(prompt) + new_tokens),
             return_scores=True, return_no_speech_prob=True, suppress_blank=True,
-            suppress_tokens=self._suppress, **sampling)[0]
-        tokens = result.sequences_ids[0]
-        mean = result.scores[0] * len(tokens) / (len(tokens) + 1)  # faster-whisper's avg_logprob
-        return self._tokenizer.decode(tokens).strip(), mean, result.no_speech_prob
+            suppress_tokens=self._suppress, num_hypotheses=hypotheses, **sampling)[0]
+        found = [(self._tokenizer.decode(tokens).strip(), score * len(tokens), len(tokens))
+                 for tokens, score in zip(result.sequences_ids, result.scores, strict=True)]
+        rescorer = self.rescorer
+        text, summed, length = (rescored(found, rescorer, self.rescore_weight, self._t2s.convert)
+                                if rescorer and len(found) > 1 else found[0])
+        return text, summed / (length + 1), result.no_speech_prob  # faster-whisper's avg_logprob
 
     def _segments(self, samples: Samples, stop: threading.Event, biased: bool) -> tuple[str, float, float]:
         """faster-whisper's own loop: 30 s windows, one segment pulled at a time."""
@@ -238,6 +256,32 @@ class WhisperAsr:
                      no_speech_prob=round(no_speech, 2))
             return ""
         return text
+
+
+Hypothesis = tuple[str, float, int]  # text, Whisper's summed log-probability, tokens
+
+
+def rescored(found: list[Hypothesis], rescorer: Rescorer, weight: float,
+             simplified: Callable[[str], str]) -> Hypothesis:
+    """The hypothesis Whisper and the language model together find likeliest (Whisper's summed
+    log-prob + ``weight`` × the model's); hypotheses that differ only in punctuation, or in
+    Traditional against Simplified characters, are weighed once, as the first of them."""
+    distinct: dict[str, Hypothesis] = {}
+    for hypothesis in found:
+        distinct.setdefault(_content(simplified(hypothesis[0])), hypothesis)
+    distinct.pop("", None)
+    if len(distinct) < 2:
+        return found[0]
+    lm = rescorer.logprobs(list(distinct))
+    best = max(zip(distinct.values(), lm, strict=True), key=lambda pair: pair[0][1] + weight * pair[1])[0]
+    if best is not found[0]:
+        log.info("transcript rescored", whisper=found[0][0], now=best[0])
+    return best
+
+
+def _content(text: str) -> str:
+    """The letters and digits of a transcript (what the language model weighs)."""
+    return "".join(ch for ch in text if ch.isalnum())
 
 
 def _looped(text: str) -> bool:

@@ -1,0 +1,139 @@
+"""Whisper's n-best hypotheses weighed again by the LLM's GGUF (models.llama_scorer)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from assistant import backends
+from assistant.audio.wav import read_wav
+from models.assets import Assets
+from models.llama_llm import QWEN_05B_SHA256
+from models.llama_scorer import LlamaScorer
+from models.protocols import ModelError
+from models.whisper_asr import Hypothesis, WhisperAsr, rescored
+from tests.conftest import SHARED, make_config
+
+CORPUS = SHARED / "audio" / "corpus"
+
+
+@pytest.fixture(scope="module")
+def scorer() -> Iterator[LlamaScorer]:
+    gguf = Assets([SHARED / "models"]).path("qwen2.5-coder-0.5b-instruct-q4_k_m",
+                                             "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
+    s = LlamaScorer(gguf, expected_sha256=QWEN_05B_SHA256)
+    s.load()
+    yield s
+    s.close()
+
+
+def test_the_sentence_a_person_would_say_scores_above_whispers_near_misses(scorer: LlamaScorer) -> None:
+    pairs = [("孔子是哪个国家的人", "公子是哪个国家的人"), ("一米等于多少厘米", "一米等于多少里米"),
+             ("北京是哪个国家的首都", "北京是哪个国家的首度"), ("今天是星期几", "今天是兄弟姐")]
+    for right, near in pairs:
+        a, b = scorer.logprobs([right, near])
+        assert a > b, (right, near, a, b)
+
+
+def test_scores_do_not_depend_on_what_was_scored_before(scorer: LlamaScorer) -> None:
+    # each text reuses the KV cache of the tokens it shares with the one before: the result must be
+    # the text's own, whatever came before it (to llama.cpp's rounding: a batch of another size takes
+    # another matrix kernel, a few hundredths of a nat here, where near-misses differ by several nats)
+    texts = ["一米等于多少厘米", "一米等于多少里米", "今天天气怎么样", "一米"]
+    forward = scorer.logprobs(texts)
+    backward = scorer.logprobs(texts[::-1])[::-1]
+    alone = [scorer.logprobs([t])[0] for t in texts]
+    for f, b, a in zip(forward, backward, alone, strict=True):
+        assert f == pytest.approx(a, abs=0.1) and b == pytest.approx(a, abs=0.1)
+    assert all(v < 0 for v in forward)
+
+
+def test_a_text_too_long_to_weigh_scores_minus_infinity(scorer: LlamaScorer) -> None:
+    assert scorer.logprobs(["好" * 400]) == [-math.inf]
+
+
+def test_the_scorer_refuses_a_wrong_file_and_use_before_load(tmp_path: Path) -> None:
+    bad = tmp_path / "x.gguf"
+    bad.write_bytes(b"not a model")
+    with pytest.raises(ModelError, match="scorer"):
+        LlamaScorer(bad, expected_sha256=QWEN_05B_SHA256).load()
+    with pytest.raises(ModelError, match="before load"):
+        LlamaScorer(bad, expected_sha256=QWEN_05B_SHA256).logprobs(["你好"])
+
+
+class Weighing:
+    """A rescorer double: fixed log-probabilities by text, and what it was asked."""
+
+    def __init__(self, scores: dict[str, float]) -> None:
+        self.scores = scores
+        self.asked: list[list[str]] = []
+
+    def load(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def logprobs(self, texts: Sequence[str]) -> list[float]:
+        self.asked.append(list(texts))
+        return [self.scores[t] for t in texts]
+
+
+def hypotheses_chosen(weighing: Weighing, found: list[Hypothesis], weight: float = 0.3) -> str:
+    import opencc
+
+    return rescored(found, weighing, weight, opencc.OpenCC("t2s").convert)[0]
+
+
+def test_whisper_and_the_language_model_choose_together() -> None:
+    found = [("公子是哪个国家的人?", -3.0, 10), ("孔子是哪个国家的人?", -4.0, 10)]
+    weighing = Weighing({"公子是哪个国家的人": -40.0, "孔子是哪个国家的人": -30.0})
+    assert hypotheses_chosen(weighing, found) == "孔子是哪个国家的人?"  # -4 - 9 beats -3 - 12
+    assert hypotheses_chosen(weighing, found, weight=0.05) == "公子是哪个国家的人?"  # Whisper's, barely weighed
+
+
+def test_hypotheses_differing_only_in_punctuation_are_not_weighed() -> None:
+    weighing = Weighing({})
+    found = [("今天有什么新闻?", -1.0, 8), ("今天有什么新闻。", -2.0, 8), ("今天有什么新闻", -3.0, 7)]
+    assert hypotheses_chosen(weighing, found) == "今天有什么新闻?"
+    assert weighing.asked == []
+
+
+def test_traditional_and_simplified_spellings_are_one_hypothesis() -> None:
+    weighing = Weighing({"怎么缓解紧张": -20.0, "等摩环节": -30.0})
+    found = [("怎么缓解緊張", -2.0, 8), ("怎么缓解紧张", -2.5, 8), ("等摩环节", -2.2, 6)]
+    assert hypotheses_chosen(weighing, found) == "怎么缓解緊張"
+    assert weighing.asked == [["怎么缓解紧张", "等摩环节"]]
+
+
+def test_the_configuration_builds_the_rescorer_only_where_it_can_work() -> None:
+    assets = Assets([SHARED / "models"])
+    assert backends.asr(make_config(), assets).rescorer is not None  # the default: beam 5, the 0.5B
+    assert backends.asr(make_config('asr.rescore=""'), assets).rescorer is None
+    assert backends.asr(make_config("asr.beam_size=1"), assets).rescorer is None  # one hypothesis only
+    names = [m.name for m in backends.configured_models(make_config())]
+    assert names.count("qwen2.5-coder-0.5b-instruct-q4_k_m") == 1  # the LLM's own file, listed once
+
+
+async def test_a_real_clip_is_heard_right_once_its_hypotheses_are_weighed(scorer: LlamaScorer) -> None:
+    # corpus 011 says 开放时间早上9点至下午5点; Whisper base's first hypothesis is 开放时间早上9点醉下5点
+    # (measured on this machine), and weighing its five best makes it the reference. A recogniser may
+    # write a homophone on another CPU, so only the words rescoring restores are checked.
+    audio = read_wav(CORPUS / "011.wav", 16000)
+    folder = Assets([SHARED / "models"]).folder("whisper-base")
+    plain = WhisperAsr(folder, beam_size=5, window_s=15.0)
+    weighed = WhisperAsr(folder, beam_size=5, window_s=15.0, rescorer=scorer)
+    weighed.rescorer = None  # the fixture's scorer is loaded already: lend it after load
+    plain.load()
+    weighed.load()
+    weighed.rescorer = scorer
+    try:
+        before = await plain.transcribe(audio)
+        after = await weighed.transcribe(audio)
+    finally:
+        weighed.rescorer = None  # the fixture closes its own scorer
+        plain.close()
+        weighed.close()
+    assert "开放时间" in before and "开放时间" in after
+    assert "下午" in after, (before, after)
