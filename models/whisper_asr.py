@@ -49,6 +49,8 @@ WINDOW_MARGIN_S = 1.0
 FRAMES_PER_S = 100  # Whisper's log-mel hop is 10 ms
 TOKENS_PER_S = 15  # far above fast Mandarin (about 6 characters, 8 tokens a second): a bound on loops
 SEED = 20261202  # the sampling fallback's: replays stay byte-identical
+LENGTH_SLACK = 0.2  # rescoring weighs hypotheses within this share of the first one's length
+RESCORED_CHARS = 60  # ... and only a first hypothesis up to this many characters
 MAX_COMPRESSION = 2.4  # faster-whisper's threshold: text that zips this well is a decoding loop
 
 
@@ -264,12 +266,21 @@ Hypothesis = tuple[str, float, int]  # text, Whisper's summed log-probability, t
 def rescored(found: list[Hypothesis], rescorer: Rescorer, weight: float,
              simplified: Callable[[str], str]) -> Hypothesis:
     """The hypothesis Whisper and the language model together find likeliest (Whisper's summed
-    log-prob + ``weight`` × the model's); hypotheses that differ only in punctuation, or in
-    Traditional against Simplified characters, are weighed once, as the first of them."""
+    log-prob + ``weight`` × the model's). Weighed are the readings of Whisper's first hypothesis:
+    those of about its length (within ``LENGTH_SLACK``, at least a character), since a summed
+    log-probability favours a hypothesis that stops early (将溃疡两周以上都应该及时就医… cut to its
+    first half); those that differ only in punctuation, or in Traditional against Simplified
+    characters, are weighed once, as the first of them. A first hypothesis longer than
+    ``RESCORED_CHARS`` is kept as it is: the weighing costs time by the token, and requests are short."""
+    first = _content(simplified(found[0][0]))
+    if not first or len(first) > RESCORED_CHARS:
+        return found[0]
+    slack = max(1, round(LENGTH_SLACK * len(first)))
     distinct: dict[str, Hypothesis] = {}
     for hypothesis in found:
-        distinct.setdefault(_content(simplified(hypothesis[0])), hypothesis)
-    distinct.pop("", None)
+        content = _content(simplified(hypothesis[0]))
+        if content and abs(len(content) - len(first)) <= slack:
+            distinct.setdefault(content, hypothesis)
     if len(distinct) < 2:
         return found[0]
     lm = rescorer.logprobs(list(distinct))

@@ -101,10 +101,27 @@ def test_hypotheses_differing_only_in_punctuation_are_not_weighed() -> None:
 
 
 def test_traditional_and_simplified_spellings_are_one_hypothesis() -> None:
-    weighing = Weighing({"怎么缓解紧张": -20.0, "等摩环节": -30.0})
-    found = [("怎么缓解緊張", -2.0, 8), ("怎么缓解紧张", -2.5, 8), ("等摩环节", -2.2, 6)]
+    weighing = Weighing({"怎么缓解紧张": -20.0, "等摩环节紧张": -30.0})
+    found = [("怎么缓解緊張", -2.0, 8), ("怎么缓解紧张", -2.5, 8), ("等摩环节紧张", -2.2, 8)]
     assert hypotheses_chosen(weighing, found) == "怎么缓解緊張"
-    assert weighing.asked == [["怎么缓解紧张", "等摩环节"]]
+    assert weighing.asked == [["怎么缓解紧张", "等摩环节紧张"]]
+
+
+def test_only_readings_of_about_the_first_hypothesis_length_are_weighed() -> None:
+    # a summed log-probability favours a hypothesis that stops early: the language model would pick it
+    weighing = Weighing({"将溃疡两周以上都应该及时就医": -60.0, "将溃疡两周以上都应该及时救医": -70.0,
+                         "将溃疡两周": -15.0})
+    found = [("将溃疡两周以上都应该及时救医", -8.0, 14), ("将溃疡两周以上都应该及时就医", -8.5, 14),
+             ("将溃疡两周", -4.0, 6)]
+    assert hypotheses_chosen(weighing, found) == "将溃疡两周以上都应该及时就医"
+    assert weighing.asked == [["将溃疡两周以上都应该及时救医", "将溃疡两周以上都应该及时就医"]]
+
+
+def test_a_long_first_hypothesis_is_kept_unweighed() -> None:
+    weighing = Weighing({})
+    long = "我" * 61
+    assert hypotheses_chosen(weighing, [(long, -30.0, 61), (long[:-1] + "你", -31.0, 61)]) == long
+    assert weighing.asked == []
 
 
 def test_the_configuration_builds_the_rescorer_only_where_it_can_work() -> None:
