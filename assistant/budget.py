@@ -2,9 +2,9 @@
 so running out of memory halfway through a reply is worse than refusing at start.
 
 Need = the configured models' files (they are mapped or loaded whole) + the LLM's KV cache for
-``llm.context`` tokens + ``budget.working_set_mb`` (runtimes, audio, Python). It is compared with
-MemAvailable minus ``budget.reserve_mb``; over budget, start-up stops with one line that lists the
-biggest items and what to change.
+``llm.context`` tokens + the ASR rescoring's own small context + ``budget.working_set_mb``
+(runtimes, audio, Python). It is compared with MemAvailable minus ``budget.reserve_mb``; over
+budget, start-up stops with one line that lists the biggest items and what to change.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from assistant.config import Config
+from models import llama_scorer as scorer
 from models.manifest import by_name
 from models.protocols import ModelError
 
@@ -24,6 +25,7 @@ KV_BYTES_PER_TOKEN = {
 }
 # Qwen2.5-0.5B on RKLLM, f16 KV cache, the same shape as above.
 RKLLM_KV_BYTES_PER_TOKEN = KV_BYTES_PER_TOKEN["qwen2.5-coder-0.5b-instruct-q4_k_m"]
+QWEN_VOCAB = 151936
 # Files the manifest gives no size for (joined from many parts): their size, rounded up.
 APPROXIMATE_BYTES = {"qwen2.5-coder-1.5b-instruct-q4_k_m": 1_150_000_000}
 ADVICE = {
@@ -31,6 +33,8 @@ ADVICE = {
     "llm KV cache": "a smaller llm.context",
     "rkllm KV cache": "a smaller rkllm.max_context",
     "working set": "a smaller budget.working_set_mb if you measured less",
+    "asr rescoring": "asr.rescore = \"\" (Whisper's first hypothesis as it is)",
+    "asr rescoring model": "asr.rescore = \"\" (Whisper's first hypothesis as it is)",
 }
 
 
@@ -49,6 +53,9 @@ def needs(cfg: Config) -> list[Item]:
         models["kws"] = "kws-zipformer-wenetspeech-3.3M"
     if cfg.models.llm == "llama":
         models["llm"] = cfg.llm.model
+    rescoring = bool(cfg.asr.rescore) and cfg.asr.beam_size > 1
+    if rescoring and models.get("llm") != cfg.asr.rescore:  # the LLM's own file is mapped once
+        models["asr rescoring model"] = cfg.asr.rescore
     items = [Item(kind, sum(f.size for f in by_name(name).files) or APPROXIMATE_BYTES.get(name, 0))
              for kind, name in models.items()]
     if cfg.models.tts == "matcha-rknn":  # NPU models: no manifest, the configured files' sizes
@@ -58,6 +65,9 @@ def needs(cfg: Config) -> list[Item]:
         items.append(Item("rkllm KV cache", cfg.rkllm.max_context * RKLLM_KV_BYTES_PER_TOKEN))
     if cfg.models.llm == "llama":
         items.append(Item("llm KV cache", cfg.llm.context * KV_BYTES_PER_TOKEN.get(cfg.llm.model, 0)))
+    if rescoring:  # its own context: every position's logits (f32) and its KV cache
+        per_token = QWEN_VOCAB * 4 + KV_BYTES_PER_TOKEN.get(cfg.asr.rescore, 0)
+        items.append(Item("asr rescoring", scorer.CONTEXT * per_token))
     items.append(Item("working set", cfg.budget.working_set_mb * MB))
     return sorted(items, key=lambda i: -i.bytes)
 

@@ -42,6 +42,7 @@ def test_the_npu_chain_counts_its_configured_model_files(tmp_path):
         with open(tmp_path / name, "wb") as f:
             f.truncate(size)  # sparse: sized without taking the disk
     cfg = config.load(None, ['models.tts="matcha-rknn"', 'models.llm="rkllm"', "rkllm.max_context=4096",
+                             'asr.rescore=""',  # as the board's config: no llama.cpp there
                              f'matcha.acoustic_model="{tmp_path / "matcha.rknn"}"',
                              f'matcha.vocoder="{tmp_path / "vocos.rknn"}"', f'rkllm.model="{tmp_path / "qwen.rkllm"}"'])
     items = {i.what: i.bytes / budget.MB for i in budget.needs(cfg)}
@@ -52,3 +53,15 @@ def test_the_npu_chain_counts_its_configured_model_files(tmp_path):
         budget.check(cfg, meminfo(tmp_path, 1000))
     missing = config.load(None, ['models.tts="matcha-rknn"', f'matcha.vocoder="{tmp_path / "none.rknn"}"'])
     assert {i.what: i.bytes for i in budget.needs(missing)}["tts"] == 0
+
+
+def test_the_asr_rescoring_counts_its_own_context_and_a_model_file_the_llm_does_not_map():
+    def items(*overrides):
+        return {i.what: i.bytes for i in budget.needs(config.load(None, list(overrides)))}
+
+    default = items()
+    assert 50 * budget.MB < default["asr rescoring"] < 70 * budget.MB  # 96 positions of logits and KV
+    assert "asr rescoring model" not in default  # the 0.5B the LLM maps already
+    other = items('llm.model="qwen2.5-coder-1.5b-instruct-q4_k_m"')
+    assert other["asr rescoring model"] > 400 * budget.MB  # the 0.5B beside the 1.5B
+    assert "asr rescoring" not in items('asr.rescore=""') and "asr rescoring" not in items("asr.beam_size=1")
