@@ -43,10 +43,13 @@ MUSIC = re.compile(r"(播放|放|来|听|唱)(一)?(首|点|个|些)?[^，。]{0
 _DEVICES = (r"台灯|灯带|灯光|吊灯|灯|空调|电视|窗帘|风扇|电扇|热水器|扫地机器人|扫地机|加湿器|净化器|冰箱|洗衣机|"
             r"门锁|插座|暖气|地暖|电饭煲|烤箱|微波炉|投影仪|蓝牙|智能音箱")
 _ON_OFF = r"打开|开一下|开启|关掉|关闭|关上|关了|开了|调|拉上|拉开|开始|启动|停|开着|关着|亮着"
-# A command or a question about a device: 把客厅的灯打开, 打开蓝牙, 让扫地机器人开始打扫, 灯开着吗.
+_SETTING = r"([0-9]+|[一二三四五六七八九十两]+)(度|档|级)"
+# A command or a question about a device: 把客厅的灯打开, 打开蓝牙, 让扫地机器人开始打扫, 灯开着吗; or a
+# device given a setting, its verb misheard (把空调调到二十六度 heard as 把空调就造26度).
 DEVICE = re.compile(rf"^(请|帮我|麻烦你?|给我)?(把|将|让)?[^，。]{{0,6}}?(?P<d>{_DEVICES})[^，。]{{0,6}}?({_ON_OFF})"
                     rf"|^(请|帮我|麻烦你?|给我)?(打开|开一下|开启|关掉|关闭|关上|关|开|调到|调高|调低|调|拉上|拉开|启动|停止)"
-                    rf"[^，。]{{0,6}}?(?P<d2>{_DEVICES})")
+                    rf"[^，。]{{0,6}}?(?P<d2>{_DEVICES})"
+                    rf"|^(请|帮我|麻烦你?|给我)?(把|将)[^，。]{{0,4}}?(?P<d3>{_DEVICES})[^，。]{{0,4}}?{_SETTING}")
 IDENTITY_ASKED = re.compile(
     r"你是谁|你叫(什么|啥)|你的名字|叫你什么|(你是|你来自)(哪个|哪家|什么)(公司|厂)|谁(开发|做|造|创造|发明|训练|设计)(了|的)?你|"
     r"你是(由)?谁(开发|做|造|创造|发明|训练|设计)的|"
@@ -77,7 +80,7 @@ def match(text: str) -> tuple[str, str] | None:
         return "no_music", ""
     device = DEVICE.search(text)
     if device is not None:
-        return "no_device", device.group("d") or device.group("d2")
+        return "no_device", device.group("d") or device.group("d2") or device.group("d3")
     return None
 
 
