@@ -101,7 +101,6 @@ def rescorer(cfg: Config, assets: Assets) -> Rescorer | None:
     if not cfg.asr.rescore or cfg.asr.beam_size < 2:
         return None
     from models.llama_scorer import LlamaScorer
-    from models.manifest import by_name
 
     model = by_name(cfg.asr.rescore)
     gguf = model.files[0]

@@ -1,8 +1,8 @@
 """Whisper (CTranslate2, via faster-whisper) speech recognition for Mandarin.
 
-Decoding is pinned to Chinese (greedy or beam search), and an initial prompt in Simplified Chinese keeps the
-output from drifting into Traditional characters; what still slips through is converted with
-OpenCC (t2s). Segments are pulled one at a time on the backend's thread, so ``stop()`` lands
+Decoding is pinned to Chinese (greedy or beam search), and an initial prompt in Simplified Chinese
+keeps the output from drifting into Traditional characters; what still slips through is converted
+with OpenCC (t2s). Segments are pulled one at a time on the backend's thread, so ``stop()`` lands
 between segments.
 
 ``hotwords`` (the command vocabulary) go into Whisper's prompt as context, so 待办 is more likely
