@@ -116,7 +116,10 @@ async def test_a_killed_worker_fails_its_calls_and_is_restarted(worker: Inferenc
 
 
 async def test_a_hung_worker_is_killed_after_the_call_timeout_and_restarted() -> None:
-    w = InferenceProcess(worker_config("worker.call_timeout_s=2"))
+    # the timeout must be longer than one real request takes here (Whisper with beam 5 on this clip:
+    # 1.7–2.1 s on this VM's slower days, the same before and after the rescoring work), or the
+    # restarted worker's first answer is taken for another hang
+    w = InferenceProcess(worker_config("worker.call_timeout_s=5"))
     w.start()
     try:
         asr, _, _ = remotes(w)
@@ -124,9 +127,9 @@ async def test_a_hung_worker_is_killed_after_the_call_timeout_and_restarted() ->
         assert hung is not None
         os.kill(hung, signal.SIGSTOP)
         started = time.monotonic()
-        with pytest.raises(WorkerLost, match="no answer to asr.transcribe in 2 s"):
+        with pytest.raises(WorkerLost, match="no answer to asr.transcribe in 5 s"):
             await asr.transcribe(real("ask_who_are_you.wav"))
-        assert time.monotonic() - started < 10  # not stuck: the timeout, then the kill
+        assert time.monotonic() - started < 12  # not stuck: the timeout, then the kill
         await asyncio.to_thread(back_up, w)
         assert w.pid != hung
         assert says(await asr.transcribe(real("ask_who_are_you.wav")), "名字")
