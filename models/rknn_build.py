@@ -1,0 +1,208 @@
+"""Build .rknn models with rknn-toolkit2 and check each one in the toolkit's simulator.
+
+Runs inside the toolkit's own venv (``deploy/rknn-toolkit.sh``), started by ``assistant npu
+build``: ``python -m models.rknn_build JOB.json``. It imports only numpy, onnxruntime, the toolkit
+and the Kokoro window code, never the assistant.
+
+The job (JSON) names the target, the output folder, a work folder and the models. Each model is
+built once per precision (``fp16``; ``int8`` with a calibration list of real inputs), exported, and
+then — in the same session, since a model loaded back from a .rknn file cannot be simulated — run in
+the simulator on the job's sample inputs beside onnxruntime on the ONNX original: per output, the
+cosine and the SNR. For the Kokoro window it also renders every sample piece window by window with
+the simulator as the window runner (the source and tail on onnxruntime, as on the board) and saves
+the audio for the caller to score. A model that does not build is recorded with the toolkit's own
+message; the others go on.
+
+The toolkit prints its own logs and progress bars; they go to ``toolkit.log`` in the work folder,
+and this module prints one line per step on the real stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from models import kokoro_window as kw
+
+_progress = sys.stderr
+
+
+def say(message: str) -> None:
+    print(f"npu build: {message}", file=_progress, flush=True)
+
+
+@contextlib.contextmanager
+def toolkit_output(log: Path) -> Iterator[None]:
+    """The process's stdout and stderr (the toolkit's logs, its C++ prints too) into ``log``."""
+    global _progress
+    saved_out, saved_err = os.dup(1), os.dup(2)
+    _progress = os.fdopen(os.dup(2), "w")
+    with log.open("ab") as f:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(f.fileno(), 1)
+        os.dup2(f.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved_out, 1)
+            os.dup2(saved_err, 2)
+            os.close(saved_out)
+            os.close(saved_err)
+            _progress.close()
+            _progress = sys.stderr
+
+
+def compare(expected: list[np.ndarray], got: list[np.ndarray]) -> list[dict[str, float]]:
+    """Per output: cosine similarity and SNR (dB) of ``got`` against ``expected``."""
+    out = []
+    for e, g in zip(expected, got, strict=True):
+        a = np.asarray(e, np.float64).reshape(-1)
+        b = np.asarray(g, np.float64).reshape(-1)
+        if a.size != b.size:
+            out.append({"cosine": float("nan"), "snr_db": float("nan"), "size_mismatch": float(b.size)})
+            continue
+        cos = float(a @ b) / max(float(np.linalg.norm(a) * np.linalg.norm(b)), 1e-30)
+        noise = float(np.sum((a - b) ** 2))
+        snr = float(10 * np.log10(max(float(np.sum(a * a)), 1e-30) / max(noise, 1e-30)))
+        out.append({"cosine": round(cos, 6), "snr_db": round(snr, 2)})
+    return out
+
+
+def _samples(path: Path, names: list[str]) -> list[list[np.ndarray]]:
+    """Feeds saved as ``<i>/<input name>`` keys in an .npz, in input order."""
+    with np.load(path) as z:
+        count = len({k.split("/", 1)[0] for k in z.files})
+        return [[z[f"{i}/{n}"] for n in names] for i in range(count)]
+
+
+def _dataset(samples: list[list[np.ndarray]], folder: Path) -> Path:
+    """The toolkit's calibration list: one line per sample, one .npy per input."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for i, feed in enumerate(samples):
+        paths = []
+        for j, array in enumerate(feed):
+            p = folder / f"{i}_{j}.npy"
+            np.save(p, array)
+            paths.append(str(p))
+        lines.append(" ".join(paths))
+    listing = folder / "dataset.txt"
+    listing.write_text("\n".join(lines) + "\n")
+    return listing
+
+
+def build_one(spec: dict[str, Any], precision: str, job: dict[str, Any]) -> dict[str, Any]:
+    """Build, export and simulate one model at one precision; the result as a JSON-able dict."""
+    import onnxruntime as ort
+    from rknn.api import RKNN  # type: ignore[import-not-found]  # only in the toolkit's venv
+
+    name, onnx_path = spec["name"], Path(spec["onnx"])
+    work = Path(job["work"]) / name / precision
+    work.mkdir(parents=True, exist_ok=True)
+    out_file = Path(job["out"]) / f"{name}-{job['target']}-{precision}.rknn"
+    result: dict[str, Any] = {"model": name, "precision": precision, "built": False}
+    session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    shapes = [list(spec["inputs"][n]) for n in names]
+    samples = _samples(Path(spec["samples"]), names)
+    rknn = RKNN(verbose=False)
+    start = time.monotonic()
+    try:
+        config: dict[str, Any] = {"target_platform": job["target"], "optimization_level": 3}
+        if precision == "int8":
+            config.update(quantized_dtype="w8a8", quantized_algorithm="normal")
+        rknn.config(**config)
+        say(f"{name} {precision}: loading {onnx_path.name}")
+        if rknn.load_onnx(str(onnx_path), inputs=names, input_size_list=shapes) != 0:
+            return {**result, "error": "load_onnx failed (see toolkit.log)"}
+        dataset = None
+        if precision == "int8":
+            calibration = _samples(Path(spec["calibration"]), names) if spec.get("calibration") else samples
+            dataset = str(_dataset(calibration, work / "calibration"))
+        say(f"{name} {precision}: building (this is the long step)")
+        if rknn.build(do_quantization=precision == "int8", dataset=dataset) != 0:
+            return {**result, "error": "build failed (see toolkit.log)", "seconds": round(time.monotonic() - start)}
+        if rknn.export_rknn(str(out_file)) != 0:
+            return {**result, "error": "export_rknn failed"}
+        result.update(built=True, file=str(out_file), bytes=out_file.stat().st_size,
+                      build_seconds=round(time.monotonic() - start))
+        say(f"{name} {precision}: built in {result['build_seconds']} s; simulating")
+        if rknn.init_runtime() != 0:
+            return {**result, "error": "init_runtime (simulator) failed"}
+        outputs = [o.name for o in session.get_outputs()]
+        scores = []
+        for feed in samples:
+            expected = session.run(outputs, dict(zip(names, feed, strict=True)))
+            got = rknn.inference(inputs=list(feed))
+            scores.append(compare(expected, got))
+        result["outputs"] = {o: {"cosine_min": min(s[k]["cosine"] for s in scores),
+                                 "cosine_mean": round(float(np.mean([s[k]["cosine"] for s in scores])), 6),
+                                 "snr_db_min": min(s[k]["snr_db"] for s in scores),
+                                 "snr_db_mean": round(float(np.mean([s[k]["snr_db"] for s in scores])), 2)}
+                             for k, o in enumerate(outputs)}
+        result["samples"] = len(samples)
+        if spec.get("kokoro"):
+            result["audio"] = _render_kokoro(spec["kokoro"], lambda feed: rknn.inference(
+                inputs=[feed[n] for n in names])[0], work)
+        result["seconds"] = round(time.monotonic() - start)
+        return result
+    except Exception as exc:  # the toolkit raises plain exceptions; record it, go on with the next model
+        traceback.print_exc()
+        return {**result, "error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:300]}"}
+    finally:
+        rknn.release()
+
+
+def _render_kokoro(spec: dict[str, Any], window: Any, work: Path) -> list[str]:
+    """Every sample piece rendered window by window with ``window``; the saved audio files."""
+    import onnxruntime as ort
+
+    from models.kokoro_graph import AUDIO, F0, HAR, POST
+
+    source = ort.InferenceSession(spec["source"], providers=["CPUExecutionProvider"])
+    tail = ort.InferenceSession(spec["tail"], providers=["CPUExecutionProvider"])
+    plan = kw.Plan(*spec["plan"])
+    saved = []
+    with np.load(spec["pieces"]) as z:
+        count = len({k.split("/", 1)[0] for k in z.files})
+        for i in range(count):
+            say(f"  rendering piece {i + 1}/{count} in the simulator")
+            audio = np.concatenate(list(kw.render(
+                z[f"{i}/features"], z[f"{i}/f0"], z[f"{i}/energy"], z[f"{i}/style"],
+                source=lambda f0: source.run([HAR], {F0: f0})[0], window=window,
+                tail=lambda post: tail.run([AUDIO], {POST: post})[0], plan=plan)))
+            path = work / f"piece{i}.npy"
+            np.save(path, audio.astype(np.float32))
+            saved.append(str(path))
+    return saved
+
+
+def main(argv: list[str]) -> int:
+    job = json.loads(Path(argv[0]).read_text())
+    work = Path(job["work"])
+    work.mkdir(parents=True, exist_ok=True)
+    results = []
+    with toolkit_output(work / "toolkit.log"):
+        for spec in job["models"]:
+            for precision in spec["precisions"]:
+                results.append(build_one(spec, precision, job))
+                (work / "results.json").write_text(json.dumps(results, indent=1))
+                r = results[-1]
+                say(f"{r['model']} {precision}: " + (f"error: {r['error']}" if "error" in r else "done"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,178 @@
+"""``assistant npu build``: one-line errors for bad input, the simulator's scores, built models found
+and verified like any other, and — where the toolkit's venv exists — a real .rknn built and parsed.
+
+The slow tests need rknn-toolkit2 in its own venv (``deploy/rknn-toolkit.sh``) and are skipped,
+with that reason, where it is absent.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from assistant.commands.npu import cer, toolkit_python
+from models.assets import Assets
+from models.files import sha256
+from models.manifest import BUILT_MANIFEST, built
+from models.protocols import ModelError
+from models.rknn_build import compare
+from models.rknn_model import read_io
+from tests.test_cli import assistant, one_line_error
+
+ROOT = Path(__file__).resolve().parent.parent
+TOOLKIT = toolkit_python()
+needs_toolkit = pytest.mark.skipif(not TOOLKIT.is_file(), reason=f"no rknn-toolkit2 venv at {TOOLKIT} "
+                                   "(deploy/rknn-toolkit.sh installs it)")
+
+
+# --- bad input ---
+
+def test_an_unknown_target_is_one_line(tmp_path: Path) -> None:
+    one_line_error(assistant("npu", "build", "--target", "rk9999", str(tmp_path / "out"), cwd=tmp_path),
+                   "unknown target 'rk9999'", "rk3576")
+
+
+def test_an_output_folder_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    one_line_error(assistant("npu", "build", "--target", "rk3576", str(blocker / "out"), cwd=tmp_path),
+                   "cannot write to", str(blocker / "out"))
+
+
+def test_a_missing_toolkit_says_how_to_install_it(tmp_path: Path) -> None:
+    one_line_error(assistant("npu", "build", "--target", "rk3576", "--toolkit", str(tmp_path / "none" / "python"),
+                             str(tmp_path / "out"), cwd=tmp_path),
+                   "rknn-toolkit2 is not installed", "deploy/rknn-toolkit.sh")
+
+
+def test_an_unknown_precision_is_one_line(tmp_path: Path) -> None:
+    if not TOOLKIT.is_file():
+        pytest.skip("the toolkit check comes first")
+    one_line_error(assistant("npu", "build", "--target", "rk3576", "--precision", "int4", str(tmp_path / "out"),
+                             cwd=tmp_path), "unknown precision int4")
+
+
+# --- scores ---
+
+def test_cosine_and_snr_of_a_known_error() -> None:
+    signal = np.sin(np.linspace(0, 20, 1000)).astype(np.float32)
+    noise = 0.01 * np.cos(np.linspace(0, 3000, 1000)).astype(np.float32)
+    (same,), (noisy,) = compare([signal], [signal]), compare([signal], [signal + noise])
+    assert same["cosine"] == 1.0 and same["snr_db"] >= 200
+    expected_snr = 10 * np.log10(np.sum(signal.astype(np.float64) ** 2) / np.sum(noise.astype(np.float64) ** 2))
+    assert noisy["snr_db"] == pytest.approx(expected_snr, abs=0.01)
+    assert 0.999 < noisy["cosine"] < 1.0
+    (flipped,) = compare([signal], [-signal])
+    assert flipped["cosine"] == -1.0
+
+
+def test_cer_counts_characters_and_ignores_punctuation() -> None:
+    assert cer("今天天气不错。", "今天天气不错") == 0
+    assert cer("今天天气不错", "今天天汽不错") == pytest.approx(1 / 6)
+    assert cer("你好", "") == 1
+
+
+# --- built models in the manifest ---
+
+def built_folder(tmp_path: Path, payload: bytes = b"RKNN" + bytes(100)) -> tuple[Path, Path]:
+    out = tmp_path / "npu"
+    model = out / "kokoro-decoder-window-rk3576-fp16" / "kokoro-decoder-window-rk3576-fp16.rknn"
+    model.parent.mkdir(parents=True)
+    model.write_bytes(payload)
+    (out / BUILT_MANIFEST).write_text(json.dumps([{
+        "name": "kokoro-decoder-window-rk3576-fp16", "kind": "npu", "file": model.name, "sha256": sha256(model),
+        "size": model.stat().st_size, "description": "kokoro-decoder-window for rk3576, fp16"}]))
+    return out, model
+
+
+def test_a_built_model_is_found_and_verified_like_any_other(tmp_path: Path) -> None:
+    out, model = built_folder(tmp_path)
+    (entry,) = built(out)
+    assets = Assets(dirs=[out], store=tmp_path / "store")
+    assert assets.path(entry.name, model.name) == model
+    assert [s.state for s in assets.status(entry)] == ["ok"]
+    model.write_bytes(b"RKNN" + bytes(99) + b"\1")  # same size, one byte changed
+    from models.files import forget_hashes
+
+    forget_hashes()
+    with pytest.raises(ModelError, match="corrupt or the wrong file"):
+        assets.path(entry.name, model.name)
+
+
+def test_models_list_shows_the_built_models(tmp_path: Path) -> None:
+    out, _ = built_folder(tmp_path)
+    result = subprocess.run([sys.executable, "-m", "assistant", "models", "list"], cwd=tmp_path, text=True,
+                            capture_output=True, check=False, timeout=120,
+                            env={**__import__("os").environ, "TINGSHUO_MODELS": str(out)})
+    assert result.returncode == 0, result.stderr
+    assert "kokoro-decoder-window-rk3576-fp16  (npu" in result.stdout
+    assert "ok           kokoro-decoder-window-rk3576-fp16.rknn" in result.stdout
+
+
+def test_a_malformed_list_gives_no_models(tmp_path: Path) -> None:
+    (tmp_path / BUILT_MANIFEST).write_text("{not json")
+    assert built(tmp_path) == ()
+    (tmp_path / BUILT_MANIFEST).write_text(json.dumps([{"name": "x"}]))
+    assert built(tmp_path) == ()
+
+
+# --- the real toolkit ---
+
+TINY_BUILD = """
+import sys
+import numpy as np, onnx
+from onnx import helper, numpy_helper, TensorProto
+from rknn.api import RKNN
+w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((8, 4, 3)).astype(np.float32), "w")
+graph = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1])], "tiny",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 50])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 50])], [w])
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]), sys.argv[1] + ".onnx")
+rknn = RKNN(verbose=False)
+rknn.config(target_platform="rk3576")
+assert rknn.load_onnx(sys.argv[1] + ".onnx") == 0
+assert rknn.build(do_quantization=False) == 0
+assert rknn.export_rknn(sys.argv[1]) == 0
+assert rknn.init_runtime() == 0
+x = np.random.default_rng(1).standard_normal((1, 4, 50)).astype(np.float32)
+(y,) = rknn.inference(inputs=[x])
+np.save(sys.argv[1] + ".x.npy", x)
+np.save(sys.argv[1] + ".y.npy", np.asarray(y))
+"""
+
+
+@pytest.fixture(scope="module")
+def tiny_rknn(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small Conv model built for rk3576 by the real toolkit, and run once in its simulator."""
+    path = tmp_path_factory.mktemp("rknn") / "tiny.rknn"
+    result = subprocess.run(["nice", "-n", "19", str(TOOLKIT), "-c", TINY_BUILD, str(path)], capture_output=True,
+                            text=True, timeout=900, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return path
+
+
+@pytest.mark.slow
+@needs_toolkit
+def test_the_rknn_parser_reads_a_file_the_toolkit_just_built(tiny_rknn: Path) -> None:
+    assert tiny_rknn.read_bytes()[:4] == b"RKNN"
+    io = read_io(tiny_rknn)
+    assert io is not None
+    (inp,), (out,) = io
+    assert sorted(inp.shape) == [1, 4, 50] and sorted(out.shape) == [1, 8, 50]
+
+
+@pytest.mark.slow
+@needs_toolkit
+def test_the_simulator_computes_what_onnxruntime_does(tiny_rknn: Path) -> None:
+    import onnxruntime as ort
+
+    x = np.load(f"{tiny_rknn}.x.npy")
+    (expected,) = ort.InferenceSession(f"{tiny_rknn}.onnx", providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    got = np.load(f"{tiny_rknn}.y.npy").reshape(expected.shape)
+    (score,) = compare([expected], [got])
+    assert score["cosine"] > 0.999 and score["snr_db"] > 30  # fp16 on the simulated NPU
