@@ -13,8 +13,11 @@ the simulator as the window runner (the source and tail on onnxruntime, as on th
 the audio for the caller to score. A model that does not build is recorded with the toolkit's own
 message; the others go on.
 
-The toolkit prints its own logs and progress bars; they go to ``toolkit.log`` in the work folder,
-and this module prints one line per step on the real stderr.
+Each model and precision is converted in a child process (the toolkit's compiler has ended its
+process with SIGSEGV on a quantized model): a crash is recorded with its signal and the log's last
+lines. Results the job lists under ``reuse`` (an earlier build of the same inputs) are taken as they
+are. The toolkit prints its own logs and progress bars; they go to ``toolkit.log`` in the work
+folder, and this module prints one line per step on the real stderr.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
+import subprocess
 import sys
 import time
 import traceback
@@ -189,18 +194,56 @@ def _render_kokoro(spec: dict[str, Any], window: Any, work: Path) -> list[str]:
     return saved
 
 
+def _isolated(job_path: Path, index: int, precision: str, work: Path) -> dict[str, Any]:
+    """One build in a child process: the toolkit's compiler can end its process (SIGSEGV seen)."""
+    job = json.loads(job_path.read_text())
+    spec = job["models"][index]
+    result_path = work / spec["name"] / precision / "result.json"
+    result_path.unlink(missing_ok=True)
+    with (work / "toolkit.log").open("ab") as log:
+        code = subprocess.run([sys.executable, "-m", "models.rknn_build", str(job_path), str(index), precision],
+                              stdout=log, stderr=None, check=False).returncode
+    if result_path.is_file():
+        result: dict[str, Any] = json.loads(result_path.read_text())
+        return result
+    how = f"signal {-code} ({signal.Signals(-code).name})" if code < 0 else f"exit {code}"
+    return {"model": spec["name"], "precision": precision, "built": False,
+            "error": f"the toolkit's process ended with {how} while converting; its last lines: "
+                     + " | ".join(_tail(work / "toolkit.log"))}
+
+
+def _tail(log: Path, lines: int = 3) -> list[str]:
+    """The last meaningful lines of the toolkit's log (no progress bars)."""
+    text = log.read_text("utf-8", errors="replace").replace("\r", "\n")
+    kept = [line.strip()[:200] for line in text.splitlines()
+            if line.strip() and "it/s]" not in line and "s/it]" not in line and "|" not in line]
+    return kept[-lines:]
+
+
 def main(argv: list[str]) -> int:
-    job = json.loads(Path(argv[0]).read_text())
+    job_path = Path(argv[0])
+    job = json.loads(job_path.read_text())
     work = Path(job["work"])
     work.mkdir(parents=True, exist_ok=True)
+    if len(argv) == 3:  # the child: one model at one precision
+        spec, precision = job["models"][int(argv[1])], argv[2]
+        with toolkit_output(work / "toolkit.log"):
+            result = build_one(spec, precision, job)
+        (work / spec["name"] / precision / "result.json").write_text(json.dumps(result, indent=1))
+        return 0
+    reused = {(r["model"], r["precision"]): r for r in job.get("reuse", [])}
     results = []
-    with toolkit_output(work / "toolkit.log"):
-        for spec in job["models"]:
-            for precision in spec["precisions"]:
-                results.append(build_one(spec, precision, job))
-                (work / "results.json").write_text(json.dumps(results, indent=1))
-                r = results[-1]
-                say(f"{r['model']} {precision}: " + (f"error: {r['error']}" if "error" in r else "done"))
+    for index, spec in enumerate(job["models"]):
+        for precision in spec["precisions"]:
+            earlier = reused.get((spec["name"], precision))
+            if earlier is not None:
+                say(f"{spec['name']} {precision}: reusing the earlier build and simulation")
+                results.append(earlier)
+            else:
+                results.append(_isolated(job_path, index, precision, work))
+            (work / "results.json").write_text(json.dumps(results, indent=1))
+            r = results[-1]
+            say(f"{r['model']} {precision}: " + (f"error: {r['error']}" if "error" in r else "done"))
     return 0
 
 

@@ -176,3 +176,34 @@ def test_the_simulator_computes_what_onnxruntime_does(tiny_rknn: Path) -> None:
     got = np.load(f"{tiny_rknn}.y.npy").reshape(expected.shape)
     (score,) = compare([expected], [got])
     assert score["cosine"] > 0.999 and score["snr_db"] > 30  # fp16 on the simulated NPU
+
+
+@pytest.mark.slow
+@needs_toolkit
+def test_a_build_job_converts_simulates_and_scores_each_model_in_its_own_process(tiny_rknn: Path,
+                                                                              tmp_path: Path) -> None:
+    """models/rknn_build.py as `assistant npu build` runs it: one child per model and precision; a model
+    the toolkit cannot load is recorded with the reason and the others still build."""
+    x = np.load(f"{tiny_rknn}.x.npy")
+    np.savez(tmp_path / "samples.npz", **{"0/x": x, "1/x": 2 * x})
+    broken = tmp_path / "broken.onnx"
+    broken.write_bytes(b"not an onnx file")
+    job = {"target": "rk3576", "out": str(tmp_path / "out"), "work": str(tmp_path / "work"), "models": [
+        {"name": "broken", "onnx": str(broken), "inputs": {"x": [1, 4, 50]}, "samples": str(tmp_path / "samples.npz"),
+         "precisions": ["fp16"]},
+        {"name": "tiny", "onnx": f"{tiny_rknn}.onnx", "inputs": {"x": [1, 4, 50]},
+         "samples": str(tmp_path / "samples.npz"), "precisions": ["fp16", "int8"]}]}
+    (tmp_path / "out").mkdir()
+    (tmp_path / "job.json").write_text(json.dumps(job))
+    done = subprocess.run(["nice", "-n", "19", str(TOOLKIT), "-m", "models.rknn_build", str(tmp_path / "job.json")],
+                          cwd=ROOT, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+                          text=True, timeout=1800, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    broken_result, fp16, int8 = json.loads((tmp_path / "work" / "results.json").read_text())
+    assert not broken_result["built"] and broken_result["error"]
+    for r in (fp16, int8):
+        assert r["built"] and Path(r["file"]).read_bytes()[:4] == b"RKNN", r
+        assert r["samples"] == 2
+    assert fp16["outputs"]["y"]["cosine_min"] > 0.999
+    assert int8["outputs"]["y"]["cosine_min"] > 0.98  # calibrated on the two samples themselves
+    assert "npu build: tiny fp16: built in" in done.stderr

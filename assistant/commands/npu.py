@@ -67,6 +67,8 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     build.add_argument("--precision", default=",".join(PRECISIONS), help="fp16, int8 or both (default)")
     build.add_argument("--models", default=",".join(MODELS), help=f"any of {', '.join(MODELS)} (default: all)")
     build.add_argument("--sentences", type=int, default=len(SENTENCES), help="how many of the ten to score")
+    build.add_argument("--reuse", action="store_true",
+                       help="keep the models already built and simulated in OUT/work; build only the others")
     build.add_argument("--toolkit", type=Path, default=None,
                        help="the toolkit venv's python (default: where deploy/rknn-toolkit.sh puts it)")
 
@@ -129,6 +131,8 @@ def run(cfg: Config, args: argparse.Namespace) -> int:
         job["models"].append({**_prepare_smart_turn(assets, work), "precisions": precisions})
     if "silero-vad" in names:
         job["models"].append({**_prepare_silero(assets, work), "precisions": precisions})
+    if args.reuse:
+        job["reuse"] = _reusable(out, args.target)
     (work / "job.json").write_text(json.dumps(job, indent=1))
     _say(f"converting in the toolkit's venv ({python}); its own log: {work / 'toolkit.log'}")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -140,6 +144,8 @@ def run(cfg: Config, args: argparse.Namespace) -> int:
     if kokoro is not None:
         _say("scoring the simulator's Kokoro audio (log-mel distance, Whisper round trip)")
         _score_kokoro(assets, results, kokoro, texts)
+    rebuilt = {spec["name"] for spec in job["models"]}
+    results = [*_earlier(out, rebuilt), *results]  # a build of some models keeps the others' results
     report = {"target": args.target, "seconds": round(time.monotonic() - started), "results": results}
     install = python.parent.parent.parent / "install.json"
     if install.is_file():
@@ -148,6 +154,34 @@ def run(cfg: Config, args: argparse.Namespace) -> int:
     _register(out, results, args.target)
     _summary(report)
     return 0 if any(r.get("built") for r in results) else 1
+
+
+def _reusable(out: Path, target: str) -> list[dict[str, Any]]:
+    """The builds an earlier run left in ``out`` (file still there), from its results or its report."""
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for listing in (out / "work" / "results.json", out / "report.json"):
+        try:
+            doc = json.loads(listing.read_text("utf-8"))
+        except (OSError, ValueError):
+            continue
+        for r in doc["results"] if isinstance(doc, dict) else doc:
+            if not r.get("built"):
+                continue
+            name = Path(r["file"]).name
+            for place in (Path(r["file"]), out / f"{r['model']}-{target}-{r['precision']}" / name):
+                if place.is_file():
+                    found.setdefault((r["model"], r["precision"]), {**r, "file": str(place)})
+                    break
+    return list(found.values())
+
+
+def _earlier(out: Path, rebuilt: set[str]) -> list[dict[str, Any]]:
+    """The results of an earlier build into ``out`` for the models not built again now."""
+    try:
+        earlier = json.loads((out / "report.json").read_text("utf-8"))["results"]
+    except (OSError, ValueError, KeyError):
+        return []
+    return [r for r in earlier if r.get("model") not in rebuilt]
 
 
 def _say(message: str) -> None:
@@ -218,9 +252,15 @@ def _clip(name: str) -> np.ndarray:
 
 
 def _prepare_smart_turn(assets: Assets, work: Path) -> dict[str, Any]:
+    import onnx
     from faster_whisper.feature_extractor import FeatureExtractor
 
-    model = assets.path("smart-turn-v3.2", "smart-turn-v3.2-cpu.onnx")
+    from models.onnx_float import without_qdq
+
+    # As shipped (QDQ int8) the toolkit takes it for a QAT model and its compiler crashed (SIGSEGV):
+    # the float graph of the same int8 weights is what is converted.
+    model = work / "smart-turn-v3.2-float.onnx"
+    onnx.save(without_qdq(onnx.load(str(assets.path("smart-turn-v3.2", "smart-turn-v3.2-cpu.onnx")))), str(model))
     features = FeatureExtractor(feature_size=80, sampling_rate=16000, chunk_length=8)
     feeds = []
     for name in CLIPS:
