@@ -241,7 +241,8 @@ def _library(name: str, path: Path, pattern: re.Pattern[bytes], needed: bool) ->
 
 
 def librknnrt(cfg: Config, env: Env) -> list[Row]:
-    return [_library("librknnrt", cfg.path(cfg.npu.rknn_runtime), RKNNRT_VERSION, cfg.models.tts == "matcha-rknn")]
+    return [_library("librknnrt", cfg.path(cfg.npu.rknn_runtime), RKNNRT_VERSION,
+                     cfg.models.tts in ("matcha-rknn", "kokoro-rknn"))]
 
 
 def librkllmrt(cfg: Config, env: Env) -> list[Row]:
@@ -270,7 +271,7 @@ def rknn_toolkit_lite2(cfg: Config, env: Env) -> list[Row]:
         return [Row("rknn-toolkit-lite2", WARN, f"no wheel for Python {env.python[0]}.{env.python[1]}: run "
                                                 "./setup.sh on the board (it uses Python 3.11; see README)")]
     wanted = base_version(library_version(p) if (p := cfg.path(cfg.npu.rknn_runtime)).is_file() else None)
-    needed = cfg.models.tts == "matcha-rknn"
+    needed = cfg.models.tts in ("matcha-rknn", "kokoro-rknn")
     return [Row("rknn-toolkit-lite2", WARN if needed else ABSENT,
                 f"not installed: pip install rknn-toolkit-lite2=={wanted or WORKED}")]
 
