@@ -149,6 +149,66 @@ def dequantized(model: Any) -> Any:
     return onnx.ModelProto.FromString(model.SerializeToString())
 
 
+def instance_norms(model: Any) -> Any:
+    """Each instance norm the export spelled out over time — ``d = x - mean(x)``, ``d / sqrt(mean(d²) + eps)``
+    (2 ReduceMean, Sub, Mul or Pow, Add, Sqrt, Div) — as one ``InstanceNormalization``. The NPU has a
+    kernel for it; the spelled-out form kept rknn-toolkit2's reduce rules busy for most of its build."""
+    onnx = _onnx()
+    from onnx import helper, numpy_helper
+
+    g = model.graph
+    shapes = onnx.shape_inference.infer_shapes(model).graph
+    channels = {v.name: v.type.tensor_type.shape.dim[1].dim_value for v in [*shapes.value_info, *shapes.input]
+                if len(v.type.tensor_type.shape.dim) == 3}
+    consts = {i.name: numpy_helper.to_array(i) for i in g.initializer if len(i.dims) <= 1}
+    consumers: dict[str, list[Any]] = {}
+    for n in g.node:
+        for i in n.input:
+            consumers.setdefault(i, []).append(n)
+
+    def users(tensor: str) -> list[Any]:
+        return list({id(n): n for n in consumers.get(tensor, [])}.values())
+
+    def only(tensor: str, op: str) -> Any:
+        found = [n for n in users(tensor) if n.op_type == op]
+        return found[0] if len(found) == 1 else None
+
+    dropped: set[int] = set()
+    added: dict[int, Any] = {}
+    new_inits = []
+    for n in g.node:
+        if n.op_type != "ReduceMean" or n.input[0] not in channels or list(consts.get(n.input[1], [])) != [2]:
+            continue
+        x = n.input[0]
+        sub = only(n.output[0], "Sub")
+        if sub is None or list(sub.input) != [x, n.output[0]]:
+            continue
+        d = sub.output[0]
+        square = only(d, "Mul") or only(d, "Pow")
+        mean2 = square and only(square.output[0], "ReduceMean")
+        add = mean2 and only(mean2.output[0], "Add")
+        sqrt = add and only(add.output[0], "Sqrt")
+        div = sqrt and only(sqrt.output[0], "Div")
+        if not (div and list(div.input) == [d, sqrt.output[0]] and add.input[1] in consts):
+            continue
+        chain = [n, sub, square, mean2, add, sqrt, div]
+        if len(users(d)) != 2 or any(len(users(m.output[0])) != 1 for m in chain[2:-1]):
+            continue  # an intermediate is used elsewhere: leave this one spelled out
+        c = channels[x]
+        scale, bias = f"{n.name}_in_scale", f"{n.name}_in_bias"
+        new_inits += [numpy_helper.from_array(np.ones(c, np.float32), scale),
+                      numpy_helper.from_array(np.zeros(c, np.float32), bias)]
+        eps = float(np.asarray(consts[add.input[1]]).reshape(-1)[0])
+        added[id(div)] = helper.make_node("InstanceNormalization", [x, scale, bias], [div.output[0]],
+                                          name=f"{n.name}_instance_norm", epsilon=eps)
+        dropped.update(id(m) for m in chain)
+    kept = [added.get(id(n), n) for n in g.node if id(n) not in dropped or id(n) in added]
+    del g.node[:]
+    g.node.extend(kept)
+    g.initializer.extend(new_inits)
+    return model
+
+
 def for_toolkit(model: Any, opset: int = TOOLKIT_OPSET) -> Any:
     """``model`` declaring only the default domain at ``opset``: the export says 20 (and six other
     domains) but uses no operator that changed after 19, and rknn-toolkit2 takes at most 19."""
@@ -188,6 +248,6 @@ def cut(model_path: Path, frames: int = WINDOW_FRAMES, limit: int = NPU_TIME_LIM
     extractor = onnx.utils.Extractor(whole)
     source = extractor.extract_model([F0], [HAR])
     window = _fix_inputs(extractor.extract_model([FEATURES, F0, ENERGY, STYLE, HAR], [POST]), shapes.inputs)
-    window = for_toolkit(window)
+    window = for_toolkit(instance_norms(window))
     tail = extractor.extract_model([POST], [AUDIO])
     return Parts(source.SerializeToString(), window.SerializeToString(), tail.SerializeToString())
