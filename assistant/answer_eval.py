@@ -29,6 +29,11 @@ if TYPE_CHECKING:
     from assistant.tools.store import Store
 
 
+ASKED = re.compile(r"没听清|再说一遍|请再说|你是说.{1,40}吗|是这个意思吗")
+UNSURE = re.compile(r"不太确定|不确定|拿不准|不敢肯定")
+OUTCOMES = ("right", "asked", "unsure", "wrong")
+
+
 class QuestionSetError(ValueError):
     """A question set that cannot be read: the message names the file and the item."""
 
@@ -133,6 +138,21 @@ async def ask(responder: Responder, text: str, first_chunk_max: int = 12) -> tup
     done = time.perf_counter() - started
     responder.said(reply)
     return reply, answer.intent or "llm", first if first is not None else done, done, len(pieces)
+
+
+def classify(reply: str, problems: list[str]) -> tuple[str, list[str]]:
+    """The outcome of ``reply`` (right, asked again, unsure or wrong), given what the judge found
+    wrong with it: an honest 没听清 or 你是说…吗 is asked again, an honest 不太确定 is unsure, and
+    anything else that is not right is wrong."""
+    if not reply.strip():
+        return "wrong", ["no answer"]
+    if not problems:
+        return "right", []
+    if ASKED.search(reply):
+        return "asked", problems
+    if UNSURE.search(reply):
+        return "unsure", problems
+    return "wrong", problems
 
 
 async def run_item(responder: Responder, item: Item, rules: Rules, store: Store | None) -> Outcome:

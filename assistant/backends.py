@@ -81,14 +81,16 @@ def kws(cfg: Config, assets: Assets, words: list[str] | None = None) -> Kws | No
 
 
 def asr(cfg: Config, assets: Assets) -> Asr:
-    from assistant.tools.router import COMMAND_WORDS
+    from assistant.tools.router import COMMAND_WORDS, LikelyCommand
     from models.whisper_asr import WhisperAsr
 
     words = [*COMMAND_WORDS, *cfg.tools.hotwords] if cfg.asr.command_words else []
+    likely = LikelyCommand(words) if words and cfg.asr.command_bias == "likely" else None
     return WhisperAsr(assets.folder(cfg.asr.model), threads=cfg.asr.threads, compute_type=cfg.asr.compute_type,
                       beam_size=cfg.asr.beam_size, initial_prompt=cfg.asr.initial_prompt, hotwords=" ".join(words),
                       min_avg_logprob=cfg.asr.min_avg_logprob, max_no_speech_prob=cfg.asr.max_no_speech_prob,
-                      window_s=cfg.asr.window_s)
+                      window_s=cfg.asr.window_s, likely_command=likely,
+                      fallback=(0.2, 0.4, 0.6, 0.8, 1.0) if cfg.asr.fallback else ())
 
 
 def llm(cfg: Config, assets: Assets, gate: CoreGate | None = None) -> Llm:
@@ -126,7 +128,8 @@ def llm(cfg: Config, assets: Assets, gate: CoreGate | None = None) -> Llm:
     return LlamaLlm(assets.path(model.name, gguf.name), threads=cfg.llm.threads, n_ctx=cfg.llm.context,
                     temperature=cfg.llm.temperature, top_p=cfg.llm.top_p, repeat_penalty=cfg.llm.repeat_penalty,
                     max_tokens=cfg.llm.max_tokens, history_turns=cfg.llm.history_turns,
-                    expected_sha256=gguf.sha256, system_prompt=system_prompt, examples=examples, gate=gate)
+                    expected_sha256=gguf.sha256, system_prompt=system_prompt, examples=examples, gate=gate,
+                    confidence=cfg.llm.min_confidence > 0)
 
 
 @functools.cache

@@ -237,15 +237,20 @@ class AsrConfig:
     model: str = _opt("whisper-base", "Whisper model (CTranslate2) from the model manifest.", choices=("whisper-base",))
     threads: int = _opt(2, "CPU threads for speech recognition.", lo=1, hi=8)
     compute_type: str = _opt("int8", "CTranslate2 compute type.", choices=("int8", "int8_float32", "float32"))
-    beam_size: int = _opt(1, "Beam size (1 is greedy and fastest).", lo=1, hi=10)
+    beam_size: int = _opt(5, "Beam size (1 is greedy and fastest).", lo=1, hi=10)
     initial_prompt: str = _opt("以下是普通话的句子。", "Prompt that keeps Whisper in Simplified Mandarin.")
-    command_words: bool = _opt(True, "Give Whisper the command words (the tools' and tools.hotwords) as context "
-                                      "(on all speech: it costs general speech more than it gains commands).")
+    command_words: bool = _opt(True, "Give Whisper the command words (the tools' and tools.hotwords) as context.")
+    command_bias: str = _opt("likely", "Where the command words are context: \"likely\" decodes without them, and "
+                                       "again with them when the transcript sounds like a command; \"always\" on all "
+                                       "speech (it costs general speech more than it gains commands).",
+                             choices=("likely", "always"))
+    fallback: bool = _opt(False, "Where greedy decoding fails the checks below (or loops), sample again at "
+                                 "rising temperatures (seeded), as faster-whisper does.")
     min_avg_logprob: float = _opt(-1.0, "A transcript with a lower mean token log-probability is asked again.",
                                   lo=-100.0, hi=0.0)
     max_no_speech_prob: float = _opt(0.8, "A transcript whose no-speech probability is higher is asked again.",
                                      lo=0.0, hi=1.0)
-    window_s: float = _opt(10.0, "Smallest Whisper encoder window in seconds (an utterance gets itself + 1 s); "
+    window_s: float = _opt(15.0, "Smallest Whisper encoder window in seconds (an utterance gets itself + 1 s); "
                                  "30 is Whisper's full window.", lo=1.0, hi=30.0)
 
 
@@ -263,6 +268,9 @@ class LlmConfig:
     history_turns: int = _opt(2, "Earlier exchanges the model sees, within one conversation.", lo=0, hi=20)
     conversation_s: float = _opt(8.0, "A request begun within this many seconds of the end of the last reply "
                                       "continues its conversation; a later one starts afresh.", lo=0, hi=3600)
+    min_confidence: float = _opt(0.15, "A factual answer whose first clause the model gave a token less than this "
+                                      "probability (its own first choice) is replaced by 这个我不太确定 (0: off).",
+                                 lo=0.0, hi=1.0)
     system_prompt: str = _opt("", "System prompt; empty keeps the built-in spoken-Mandarin prompt.")
     tool_calls: bool = _opt(False, "Let the LLM answer commands with a JSON tool call (read tolerantly).")
     prefill: bool = _opt(True, "Evaluate the prompt of the speculative transcript before the endpoint is decided.")

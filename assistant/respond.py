@@ -19,6 +19,7 @@ import structlog
 
 from assistant.pipeline import FixedText
 from assistant.text.guard import ClauseGuard, GuardOptions
+from models.protocols import scored_reply
 
 if TYPE_CHECKING:
     from assistant.config import Config
@@ -47,7 +48,8 @@ def for_config(cfg: Config, llm: Llm | None, tools: Tools | None,
     """The responder the configuration asks for (hot words, tool calls, reply lengths, Home Assistant)."""
     from assistant.tools import home
 
-    guard = GuardOptions(soft_chars=cfg.llm.reply_soft_chars, max_chars=cfg.llm.reply_max_chars)
+    guard = GuardOptions(soft_chars=cfg.llm.reply_soft_chars, max_chars=cfg.llm.reply_max_chars,
+                         min_confidence=cfg.llm.min_confidence)
     return Responder(llm, tools, hotwords=hotwords_for(cfg), tool_calls=cfg.llm.tool_calls, guard=guard, now=now,
                      home=home.from_config(cfg), conversation_s=cfg.llm.conversation_s)
 
@@ -243,10 +245,11 @@ class ReplyGuard:
         from assistant.tools.toolcall import looks_like_a_call
 
         guard = self.last = ClauseGuard(self.options, request=text)
-        stream = self.llm.reply(text)
+        stream = scored_reply(self.llm, text)
         head, passing, cut = "", False, False
         try:
-            async for piece in stream:
+            async for scored in stream:
+                piece = scored.text
                 if passing:
                     yield piece
                     continue
@@ -255,7 +258,7 @@ class ReplyGuard:
                     passing = True
                     yield head
                     continue
-                for said in guard.feed(piece):
+                for said in guard.feed(piece, scored.confidence):
                     yield said
                 if guard.ended:
                     cut = True

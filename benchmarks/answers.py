@@ -14,7 +14,14 @@ speed and the process's peak RSS. Variants:
   examples inline, "听说：" tags), no honest limits in the router, no reply guard, no command-word
   correction, temperature 0.7;
 - `…-noguard`, `…-nolimits`: the default with one of those two parts off;
-- `…-t0.3` (or any `-tX`): the default at another sampling temperature (the default is 0, greedy).
+- `…-t0.3` (or any `-tX`): the default at another sampling temperature (the default is 0, greedy);
+- `…-c0.15` (any `-cX`): the reply guard's doubt threshold (`llm.min_confidence`; `-c0` is off);
+- `…-noconf`: no logits processor reading the model's confidence (what reading it costs).
+
+Outcomes are counted as in the spoken evaluation: right, asked again, unsure (这个我不太确定),
+wrong. ``--sweep 0.1,0.2`` puts each LLM reply's recorded pieces (with the model's confidence)
+through the reply guard again at each doubt threshold and judges what it lets through;
+``--from-json`` does that (and the table) for an earlier run's ``--json``.
 
 Sampling is seeded (--seed), so a run is repeatable on one machine.
 """
@@ -37,6 +44,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from assistant.answer_eval import OUTCOMES, classify
+
 HERE = Path(__file__).resolve().parent
 MODELS = {"0.5b": "qwen2.5-coder-0.5b-instruct-q4_k_m", "1.5b": "qwen2.5-coder-1.5b-instruct-q4_k_m"}
 BEFORE_PROMPT = (
@@ -55,10 +64,12 @@ BEFORE_PROMPT = (
 
 
 class Counted:
-    """The LLM with its pieces (about one token each) counted: tokens/s after the first, per reply."""
+    """The LLM with its pieces (about one token each) counted: tokens/s after the first, per reply,
+    and every reply's pieces with the model's confidence in each (for ``--sweep``)."""
 
     def __init__(self, llm: Any) -> None:
         self.llm, self.history, self.speeds = llm, llm.history, []  # type: list[float]
+        self.last: tuple[str, list[tuple[str, float]]] = ("", [])  # (request, scored pieces) of the last reply
 
     def load(self) -> None: ...
 
@@ -67,15 +78,21 @@ class Counted:
     def stop(self) -> None:
         self.llm.stop()
 
-    async def reply(self, text: str) -> Any:
-        times = []
+    async def scored(self, text: str) -> Any:
+        times, pieces = [], []  # type: list[float], list[tuple[str, float]]
+        self.last = (text, pieces)
         try:
-            async for piece in self.llm.reply(text):
+            async for piece in self.llm.scored(text):
                 times.append(time.perf_counter())
+                pieces.append((piece.text, piece.confidence))
                 yield piece
         finally:
             if len(times) > 4:
                 self.speeds.append((len(times) - 1) / (times[-1] - times[0]))
+
+    async def reply(self, text: str) -> Any:
+        async for piece in self.scored(text):
+            yield piece.text
 
 
 def run_variant(variant: str, questions: Path, only: str | None, seed: int) -> dict[str, Any]:
@@ -90,6 +107,7 @@ def run_variant(variant: str, questions: Path, only: str | None, seed: int) -> d
     size, *tweaks = variant.split("-")
     overrides = [f'llm.model="{MODELS[size]}"']
     overrides += [f"llm.temperature={t[1:]}" for t in tweaks if t.startswith("t")]
+    overrides += [f"llm.min_confidence={t[1:]}" for t in tweaks if t.startswith("c")]
     if "before" in tweaks:
         overrides.append(f"llm.system_prompt={json.dumps(BEFORE_PROMPT, ensure_ascii=False)}")
         overrides.append("llm.temperature=0.7")
@@ -99,6 +117,8 @@ def run_variant(variant: str, questions: Path, only: str | None, seed: int) -> d
     preload()
     raw = backends.llm(cfg, backends.assets_for(cfg))
     raw.seed = seed  # type: ignore[attr-defined]
+    if "noconf" in tweaks:
+        raw._confidence = None  # type: ignore[attr-defined]  # no logits processor: what reading it costs
     raw.load()
     llm = Counted(raw)
     with tempfile.TemporaryDirectory() as tmp:
@@ -112,7 +132,11 @@ def run_variant(variant: str, questions: Path, only: str | None, seed: int) -> d
             responder.guard = None  # the LLM's reply as it comes, to measure what the guard does
 
         async def all_items() -> list[Any]:
-            return [await run_item(responder, item, rules, store) for item in items]
+            done = []
+            for item in items:
+                llm.last = ("", [])
+                done.append((await run_item(responder, item, rules, store), llm.last))
+            return done
 
         outcomes = asyncio.run(all_items())
         store.close()
@@ -121,14 +145,17 @@ def run_variant(variant: str, questions: Path, only: str | None, seed: int) -> d
             "tokens_per_s": statistics.median(llm.speeds) if llm.speeds else None,
             "outcomes": [{"cat": o.item.cat, "ask": o.item.ask, "reply": o.reply, "by": o.by,
                           "first_clause_s": o.first_clause_s, "reply_s": o.reply_s, "pieces": o.pieces,
-                          "problems": o.problems} for o in outcomes]}
+                          "outcome": classify(o.reply, o.problems)[0], "problems": o.problems,
+                          "request": last[0] if o.by == "llm" else "",
+                          "scored": last[1] if o.by == "llm" else []} for o, last in outcomes]}
 
 
 def table(results: list[dict[str, Any]], show_failures: bool) -> None:
     cats = list(dict.fromkeys(o["cat"] for r in results for o in r["outcomes"]))
     print("| variant | " + " | ".join(cats)
-          + " | **overall** | LLM first clause p50 / p95 (s) | tokens/s | peak RSS (MB) |")
-    print("|---" * (len(cats) + 5) + "|")
+          + " | **overall** | asked again | unsure | **wrong** | LLM first clause p50 / p95 (s) | tokens/s "
+            "| peak RSS (MB) |")
+    print("|---" * (len(cats) + 8) + "|")
     for r in results:
         by_cat: dict[str, list[bool]] = defaultdict(list)
         for o in r["outcomes"]:
@@ -141,13 +168,54 @@ def table(results: list[dict[str, Any]], show_failures: bool) -> None:
         timing = f"{statistics.median(first):.3f} / {p95:.3f} ({len(first)} replies)" if first else "–"
         tps = f"{r['tokens_per_s']:.0f}" if r.get("tokens_per_s") else "–"
         overall = f"**{100 * sum(everything) / len(everything):.1f} %** ({sum(everything)}/{len(everything)})"
-        print(f"| {r['variant']} | " + " | ".join(rates) + f" | {overall} | {timing} | {tps} | {r['rss_mb']:.0f} |")
+        kinds = [f"{sum(o.get('outcome') == k for o in r['outcomes'])}" for k in ("asked", "unsure", "wrong")]
+        print(f"| {r['variant']} | " + " | ".join(rates) + f" | {overall} | " + " | ".join(kinds)
+              + f" | {timing} | {tps} | {r['rss_mb']:.0f} |")
     if show_failures:
         for r in results:
             print(f"\n{r['variant']}: not acceptable")
             for o in r["outcomes"]:
                 if o["problems"]:
                     print(f"  [{o['cat']}] {o['ask']} → {o['reply']!r} ({o['by']}): {'; '.join(o['problems'])}")
+
+
+def sweep(results: list[dict[str, Any]], questions: Path, only: str | None, thresholds: list[float]) -> None:
+    """What the reply guard's doubt check would have made of each variant's LLM replies, threshold by
+    threshold: the recorded pieces go through the same ``ClauseGuard`` again (it is pure), and the
+    reply it lets through is judged. The outcome of a tool's answer does not change."""
+    from dataclasses import replace
+
+    from assistant.answer_eval import judge, load_questions
+    from assistant.config import load
+    from assistant.text.guard import ClauseGuard, GuardOptions
+
+    cfg = load(HERE.parent / "config.toml", [])
+    rules, items = load_questions(questions)
+    items = [i for i in items if only is None or i.cat == only]
+    base = GuardOptions(soft_chars=cfg.llm.reply_soft_chars, max_chars=cfg.llm.reply_max_chars)
+    print("\n| variant | doubt below | right | asked again | unsure | wrong | right made unsure | wrong made unsure |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in results:
+        plain = [o["outcome"] for o in r["outcomes"]]
+        for threshold in thresholds:
+            now = []
+            for item, o in zip(items, r["outcomes"], strict=True):
+                if o["by"] != "llm":
+                    now.append(o["outcome"])
+                    continue
+                guard = ClauseGuard(replace(base, min_confidence=threshold), request=o["request"])
+                for text, confidence in o["scored"]:
+                    guard.feed(text, confidence)
+                    if guard.ended:
+                        break
+                guard.finish()
+                reply = guard.said.strip()
+                now.append(classify(reply, judge(item, reply, rules))[0])
+            count = {k: sum(x == k for x in now) for k in OUTCOMES}
+            lost = sum(a == "right" and b == "unsure" for a, b in zip(plain, now, strict=True))
+            caught = sum(a == "wrong" and b == "unsure" for a, b in zip(plain, now, strict=True))
+            print(f"| {r['variant']} | {threshold:g} | {count['right']} | {count['asked']} | {count['unsure']} "
+                  f"| {count['wrong']} | {lost} | {caught} |")
 
 
 def main() -> int:
@@ -159,13 +227,17 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--show-failures", action="store_true")
     parser.add_argument("--json", type=Path, default=None, help="also write every outcome here")
+    parser.add_argument("--sweep", default="", help="doubt thresholds to try offline on the recorded replies, "
+                                                    "e.g. 0.2,0.3,0.4")
+    parser.add_argument("--from-json", type=Path, default=None, help="no run: the table (and --sweep) of an earlier "
+                                                                      "--json")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)  # the child process's variant
     args = parser.parse_args()
     if args.one is not None:
         print(json.dumps(run_variant(args.one, args.questions, args.only, args.seed), ensure_ascii=False))
         return 0
-    results = []
-    for variant in args.variants.split(","):
+    results = [] if args.from_json is None else json.loads(args.from_json.read_text(encoding="utf-8"))
+    for variant in args.variants.split(",") if args.from_json is None else []:
         print(f"running {variant} …", file=sys.stderr, flush=True)
         cmd = [sys.executable, __file__, "--one", variant, "--questions", str(args.questions), "--seed", str(args.seed)]
         if args.only:
@@ -178,6 +250,8 @@ def main() -> int:
     if args.json is not None:
         args.json.write_text(json.dumps(results, ensure_ascii=False, indent=1), encoding="utf-8")
     table(results, args.show_failures)
+    if args.sweep:
+        sweep(results, args.questions, args.only, [float(t) for t in args.sweep.split(",")])
     return 0
 
 

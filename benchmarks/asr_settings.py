@@ -33,14 +33,24 @@ from benchmarks.commands import edits  # noqa: E402
 PLAIN = ["asr.command_words=false", "asr.min_avg_logprob=-100.0", "asr.max_no_speech_prob=1.0"]
 VARIANTS: dict[str, list[str]] = {
     "defaults": [],
-    "no command words": ["asr.command_words=false"],
+    "command words always": ['asr.command_bias="always"'],
+    "10 s window": ["asr.window_s=10.0"],
+    "10 s window, no confidence check": ["asr.window_s=10.0", "asr.min_avg_logprob=-100.0",
+                                         "asr.max_no_speech_prob=1.0"],
     "no confidence check": ["asr.min_avg_logprob=-100.0", "asr.max_no_speech_prob=1.0"],
+    "temperature fallback": ["asr.fallback=true"],
+    "beam 5": ["asr.beam_size=5"],
+    "beam 5, no confidence check": ["asr.beam_size=5", "asr.min_avg_logprob=-100.0", "asr.max_no_speech_prob=1.0"],
+    "no command words": ["asr.command_words=false"],
     "plain": PLAIN,
-    "plain, 15 s": [*PLAIN, "asr.window_s=15.0"],
+    "plain, 10 s": [*PLAIN, "asr.window_s=10.0"],
     "plain, 30 s": [*PLAIN, "asr.window_s=30.0"],
     "plain, beam 5": [*PLAIN, "asr.beam_size=5"],
+    "plain, beam 5, 10 s": [*PLAIN, "asr.beam_size=5", "asr.window_s=10.0"],
     "plain, beam 5, 30 s": [*PLAIN, "asr.beam_size=5", "asr.window_s=30.0"],
     "plain, no prompt": [*PLAIN, 'asr.initial_prompt=""'],
+    "no prompt": ['asr.initial_prompt=""'],
+    "plain, beam 5, no prompt": [*PLAIN, "asr.beam_size=5", 'asr.initial_prompt=""'],
     "no command words, beam 5": ["asr.command_words=false", "asr.beam_size=5"],
 }
 Clip = tuple[str, str, np.ndarray]

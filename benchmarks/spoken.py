@@ -46,7 +46,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from assistant.answer_eval import Item, Rules, judge, load_questions  # noqa: E402
+from assistant.answer_eval import OUTCOMES, Item, Rules, classify, judge, load_questions  # noqa: E402
 from assistant.audio.wav import read_wav, resample, write_wav  # noqa: E402
 from benchmarks import rooms  # noqa: E402
 
@@ -56,9 +56,6 @@ VOICES = ("zf_xiaobei", "zf_xiaoni", "zf_xiaoxiao", "zf_xiaoyi", "zm_yunjian", "
 MAX_VOICE_CER = 0.35
 GAP_S = 12.0
 CACHE = Path.home() / ".cache" / "tingshuo" / "spoken"
-ASKED = re.compile(r"没听清|再说一遍|请再说|你是说.{1,40}吗|是这个意思吗")
-UNSURE = re.compile(r"不太确定|不确定|拿不准|不敢肯定")
-OUTCOMES = ("right", "asked", "unsure", "wrong")
 
 
 @dataclass
@@ -86,19 +83,6 @@ def outcome(item: Item, reply: str, rules: Rules, heard: list[str]) -> tuple[str
     if any(restates(text, first) for text in [item.ask, *heard] if text):
         problems.append("says the request back")
     return classify(reply, problems)
-
-
-def classify(reply: str, problems: list[str]) -> tuple[str, list[str]]:
-    """The outcome of ``reply``, given what the judge found wrong with it."""
-    if not reply.strip():
-        return "wrong", ["no answer"]
-    if not problems:
-        return "right", []
-    if ASKED.search(reply):
-        return "asked", problems
-    if UNSURE.search(reply):
-        return "unsure", problems
-    return "wrong", problems
 
 
 def cer(ref: str, hyp: str) -> float:
@@ -265,8 +249,8 @@ async def run_typed(parts: Any, spoken: list[Spoken], rules: Rules) -> None:
 # -- reporting ------------------------------------------------------------------------------------------
 def table(results: dict[str, list[Spoken]]) -> None:
     cats = list(dict.fromkeys(s.item.cat for rows in results.values() for s in rows))
-    print("| run | " + " | ".join(cats) + " | **right** | asked again | unsure | **wrong** |")
-    print("|---" * (len(cats) + 5) + "|")
+    print("| run | " + " | ".join(cats) + " | **right** | asked again | unsure | **wrong** | heard CER |")
+    print("|---" * (len(cats) + 6) + "|")
     for name, rows in results.items():
         per: dict[str, list[str]] = defaultdict(list)
         for s in rows:
@@ -275,8 +259,10 @@ def table(results: dict[str, list[Spoken]]) -> None:
         n = len(rows)
         share = {k: sum(s.outcome == k for s in rows) for k in OUTCOMES}
         pct = {k: f"{100 * v / n:.0f} % ({v})" for k, v in share.items()}
+        heard = [cer(s.item.ask, "".join(s.heard)) for s in rows]
         print(f"| {name} | " + " | ".join(cells)
-              + f" | **{pct['right']}** | {pct['asked']} | {pct['unsure']} | **{pct['wrong']}** |")
+              + f" | **{pct['right']}** | {pct['asked']} | {pct['unsure']} | **{pct['wrong']}** "
+              f"| {sum(heard) / n:.3f} |")
 
 
 def show(results: dict[str, list[Spoken]]) -> None:

@@ -13,6 +13,12 @@ backend's own worker thread. Cancelling the reply task therefore lands between t
 generator of an abandoned reply is closed on the worker before the next reply starts, so the
 model is only ever touched from that one thread.
 
+Confidence: ``scored()`` streams each piece with the probability the model gave its own first
+choice at the piece's token (the lowest over its tokens, when one piece took several). A logits
+processor that only looks reads it from the raw distribution before the repeat penalty and the
+sampler; the caller decides what a low one means (the reply guard's 这个我不太确定). With
+``confidence=False`` there is no processor, and every piece has 1.0.
+
 The system prompt, its examples and the short conversation history are in ``models.chat``.
 """
 
@@ -23,13 +29,15 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+import numpy as np
+import numpy.typing as npt
 import structlog
 
 from models.chat import EXAMPLES, SYSTEM_PROMPT, Example, History, Message
 from models.cores import CoreGate
 from models.files import verified
 from models.manifest import by_name
-from models.protocols import ModelError
+from models.protocols import ModelError, Scored, texts
 from models.worker import Worker
 
 if TYPE_CHECKING:
@@ -60,6 +68,7 @@ class LlamaLlm:
         seed: int | None = None,
         expected_sha256: str = QWEN_05B_SHA256,
         gate: CoreGate | None = None,
+        confidence: bool = True,
     ) -> None:
         self.model_path = model_path
         self.threads = threads
@@ -78,6 +87,7 @@ class LlamaLlm:
         self._worker = Worker("llm")
         self._model: Llama | None = None
         self._stream: Iterator[Any] | None = None  # worker thread only
+        self._confidence = _Confidence() if confidence else None  # per step of the stream (worker thread only)
         self._stopped = threading.Event()  # the current reply's stop flag; a fresh one per reply
         self._system_state: Any = None  # llama.cpp state after the system prompt (worker thread only)
         self._system_tokens: list[int] = []
@@ -189,15 +199,19 @@ class LlamaLlm:
 
     def reply(self, text: str) -> AsyncIterator[str]:
         """Stream the reply to ``text``; from this call on, ``stop()`` applies to this reply."""
+        return texts(self.scored(text))
+
+    def scored(self, text: str) -> AsyncIterator[Scored]:
+        """``reply``, each piece with the model's confidence in it (0–1)."""
         self._stopped = threading.Event()
         return self._stream_reply(text, self._stopped)
 
-    async def _stream_reply(self, text: str, stopped: threading.Event) -> AsyncIterator[str]:
+    async def _stream_reply(self, text: str, stopped: threading.Event) -> AsyncIterator[Scored]:
         said: list[str] = []
         try:
             await self._worker.run(self._start, self.history.messages(self.system_prompt, text, self.examples))
             while (piece := await self._worker.run(self._step, stopped)) is not None:
-                said.append(piece)
+                said.append(piece.text)
                 yield piece
         finally:
             stopped.set()  # an abandoned reply computes nothing more
@@ -219,18 +233,24 @@ class LlamaLlm:
                 top_k=self.top_k,
                 repeat_penalty=self.repeat_penalty,
                 max_tokens=self.max_tokens,
+                logits_processor=cast(Any, [self._confidence]) if self._confidence is not None else None,
                 seed=self.seed,  # given a seed, the same chat always gets the same reply (replays, tests)
             )
         except (ValueError, RuntimeError) as exc:
             raise ModelError(f"llm: llama.cpp could not start a reply: {exc}") from None
         self._stream = cast(Iterator[Any], stream)
+        if self._confidence is not None:
+            self._confidence.steps.clear()
 
-    def _step(self, stopped: threading.Event) -> str | None:
+    def _step(self, stopped: threading.Event) -> Scored | None:
         """The next piece of text (worker thread), or None once the reply is over or stopped.
 
         One chunk is about one token; chunks without text (the role header, the finish marker,
-        a token held back because it ends mid-character) are skipped.
+        a token held back because it ends mid-character) are skipped; a piece's confidence is the
+        lowest of the steps since the piece before it.
         """
+        steps = self._confidence.steps if self._confidence is not None else []  # none: every piece 1.0
+        seen = len(steps)
         while self._stream is not None and not stopped.is_set():
             if self.gate is not None:
                 self.gate.wait()
@@ -243,7 +263,7 @@ class LlamaLlm:
                 raise ModelError(f"llm: llama.cpp failed mid-reply: {exc}") from None
             piece = chunk["choices"][0]["delta"].get("content")
             if piece:
-                return cast(str, piece)
+                return Scored(cast(str, piece), min(steps[seen:], default=1.0))
         self._end_stream()
         return None
 
@@ -252,6 +272,18 @@ class LlamaLlm:
         stream, self._stream = self._stream, None
         if stream is not None:
             cast(Any, stream).close()
+
+
+class _Confidence:
+    """A logits processor that changes nothing: it notes the probability of the top choice at each step."""
+
+    def __init__(self) -> None:
+        self.steps: list[float] = []
+
+    def __call__(self, input_ids: npt.NDArray[np.intc], logits: npt.NDArray[np.single]) -> npt.NDArray[np.single]:
+        top = float(logits.max())
+        self.steps.append(1.0 / float(np.exp(logits - top).sum()))
+        return logits
 
 
 def _shared(a: Sequence[int], b: Sequence[int]) -> int:

@@ -104,6 +104,47 @@ class Llm(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Scored:
+    """A piece of a reply with the model's confidence in it: the probability the model gave its own
+    first choice at the piece's token (the lowest, when the piece took several), 0–1."""
+
+    text: str
+    confidence: float
+
+
+async def texts(scored: AsyncIterator[Scored]) -> AsyncIterator[str]:
+    """The pieces' text alone."""
+    try:
+        async for piece in scored:
+            yield piece.text
+    finally:
+        await scored.aclose()  # type: ignore[attr-defined]
+
+
+@runtime_checkable
+class Confident(Protocol):
+    """An LLM that says how sure it was of each piece of its reply."""
+
+    def scored(self, text: str) -> AsyncIterator[Scored]:
+        """``reply``, each piece with its confidence; ``stop()`` applies to it as to a reply."""
+        ...
+
+
+def scored_reply(llm: Llm, text: str) -> AsyncIterator[Scored]:
+    """The reply to ``text`` with the model's confidence in each piece: its own when it gives one,
+    else 1.0 for every piece."""
+    return llm.scored(text) if isinstance(llm, Confident) else _sure(llm.reply(text))
+
+
+async def _sure(pieces: AsyncIterator[str]) -> AsyncIterator[Scored]:
+    try:
+        async for piece in pieces:
+            yield Scored(piece, 1.0)
+    finally:
+        await pieces.aclose()  # type: ignore[attr-defined]
+
+
 @runtime_checkable
 class Prefill(Protocol):
     """An LLM that can evaluate a likely prompt ahead of the reply (its KV cache then holds it)."""

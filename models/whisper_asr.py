@@ -6,7 +6,11 @@ OpenCC (t2s). Segments are pulled one at a time on the backend's thread, so ``st
 between segments.
 
 ``hotwords`` (the command vocabulary) go into Whisper's prompt as context, so 待办 is more likely
-than 待半. A transcript Whisper itself doubts — mean token log-probability below
+than 待半. Given on all speech, they cost general speech more than they gain commands (广州市 heard
+as 闹钟室), so with ``likely_command`` they are given only where a command is likely: the utterance
+is decoded without them, and when the plain transcript sounds like a command (the caller's
+predicate), decoded again with them from the same encoder output (the decoder alone: a few tens of
+milliseconds for a short request). A transcript Whisper itself doubts — mean token log-probability below
 ``min_avg_logprob``, or a no-speech probability above ``max_no_speech_prob`` — is returned empty,
 so the assistant asks again instead of answering something that was not said.
 
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import threading
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +42,7 @@ FULL_WINDOW_S = 30.0
 WINDOW_MARGIN_S = 1.0
 FRAMES_PER_S = 100  # Whisper's log-mel hop is 10 ms
 TOKENS_PER_S = 15  # far above fast Mandarin (about 6 characters, 8 tokens a second): a bound on loops
+SEED = 20261202  # the sampling fallback's: replays stay byte-identical
 MAX_COMPRESSION = 2.4  # faster-whisper's threshold: text that zips this well is a decoding loop
 
 
@@ -52,7 +58,8 @@ class WhisperAsr:
     def __init__(self, model_dir: Path, *, threads: int = 2, compute_type: str = "int8", beam_size: int = 1,
                  language: str = "zh", initial_prompt: str = PROMPT, hotwords: str = "",
                  min_avg_logprob: float = float("-inf"), max_no_speech_prob: float = 1.0,
-                 window_s: float = FULL_WINDOW_S) -> None:
+                 window_s: float = FULL_WINDOW_S, likely_command: Callable[[str], bool] | None = None,
+                 fallback: tuple[float, ...] = ()) -> None:
         if not 1.0 <= window_s <= FULL_WINDOW_S:
             raise ValueError(f"asr: window_s must be within 1–30 s, not {window_s}")
         self.model_dir = model_dir
@@ -65,13 +72,16 @@ class WhisperAsr:
         self.min_avg_logprob = min_avg_logprob
         self.max_no_speech_prob = max_no_speech_prob
         self.window_s = window_s
+        self.likely_command = likely_command  # None: the hot words are context for all speech
+        self.fallback = fallback  # sampling temperatures to try where greedy decoding fails its checks
         self.last_scores: tuple[float, float] | None = None  # (mean log-prob, no-speech prob) of the last run
         self._worker = Worker("asr")
         self._model: Any = None
         self._t2s: Any = None
         self._tokenizer: Any = None
         self._suppress: list[int] = []
-        self._prompt: list[int] = []
+        self._prompt: list[int] = []  # with the hot words
+        self._plain: list[int] = []  # without them
         self._running: set[threading.Event] = set()  # the stop flag of every transcription in progress
 
     def load(self) -> None:
@@ -98,6 +108,7 @@ class WhisperAsr:
         context = self._tokenizer.encode(" " + self.initial_prompt.strip()) if self.initial_prompt else []
         self._prompt = self._model.get_prompt(self._tokenizer, context, without_timestamps=True,
                                               hotwords=self.hotwords or None)
+        self._plain = self._model.get_prompt(self._tokenizer, context, without_timestamps=True)
 
     def close(self) -> None:
         self._worker.close()
@@ -121,20 +132,37 @@ class WhisperAsr:
         if self._model is None:
             raise ModelError("asr: used before load()")
         seconds = len(samples) / self.sample_rate
+        biased = self.likely_command is None  # the hot words from the start
         try:
             if self.window_s >= FULL_WINDOW_S or seconds + WINDOW_MARGIN_S >= FULL_WINDOW_S:
-                text, mean, no_speech = self._segments(samples, stop)
+                text, mean, no_speech = self._full(samples, stop, biased)
             else:
-                text, mean, no_speech = self._windowed(samples, stop)
+                text, mean, no_speech = self._windowed(samples, stop, biased)
                 if _looped(text):  # a short window can send the decoder round in circles: the full one
                     log.info("decoder looped on the short window: transcribing with the full one", text=text[:40])
-                    text, mean, no_speech = self._segments(samples, stop)
+                    text, mean, no_speech = self._full(samples, stop, biased)
         except Stopped:
             return ""
         return self._checked(str(self._t2s.convert(text)), mean, no_speech)
 
-    def _windowed(self, samples: Samples, stop: threading.Event) -> tuple[str, float, float]:
-        """One encoder pass over the utterance + margin (at least ``window_s``), then greedy/beam decoding."""
+    def _full(self, samples: Samples, stop: threading.Event, biased: bool) -> tuple[str, float, float]:
+        """faster-whisper's own loop, and again with the hot words if the plain transcript sounds like
+        a command (the encoder runs twice: only for long or looping utterances)."""
+        decoded = self._segments(samples, stop, biased)
+        return self._segments(samples, stop, True) if not biased and self._again(decoded[0]) else decoded
+
+    def _again(self, text: str) -> bool:
+        """Whether a plain transcript sounds like a command, so it is decoded again with the hot words."""
+        if self.likely_command is None or not self.hotwords or not text:
+            return False
+        if self.likely_command(str(self._t2s.convert(text))):
+            log.info("a likely command: decoding again with the command words", plain=text)
+            return True
+        return False
+
+    def _windowed(self, samples: Samples, stop: threading.Event, biased: bool) -> tuple[str, float, float]:
+        """One encoder pass over the utterance + margin (at least ``window_s``), then greedy/beam decoding:
+        ``biased`` with the hot words; else without, and again with them if it sounds like a command."""
         from faster_whisper.audio import pad_or_trim
 
         model = self._model
@@ -144,24 +172,52 @@ class WhisperAsr:
         if stop.is_set():
             raise Stopped
         encoded = model.encode(pad_or_trim(features, frames))
+        new_tokens = int(TOKENS_PER_S * len(samples) / self.sample_rate) + 16
+        decoded = self._decode(encoded, self._prompt if biased else self._plain, new_tokens, stop)
+        if not biased and self._again(decoded[0]):
+            decoded = self._decode(encoded, self._prompt, new_tokens, stop)
+        return decoded
+
+    def _decode(self, encoded: Any, prompt: list[int], new_tokens: int,
+                stop: threading.Event) -> tuple[str, float, float]:
+        """Greedy (or beam) decoding; where that fails Whisper's own checks (a doubted or looping
+        transcript) and ``fallback`` temperatures are given, sampled again at each in turn, seeded
+        so the same audio always gives the same text, until one passes (else the likeliest)."""
+        best = self._generate(encoded, prompt, new_tokens, stop, 0.0)
+        for temperature in self.fallback:
+            if best[1] >= self.min_avg_logprob and not _looped(best[0]):
+                break
+            again = self._generate(encoded, prompt, new_tokens, stop, temperature)
+            log.info("transcript sampled again", temperature=temperature, was=best[0], now=again[0])
+            best = again if again[1] > best[1] else best
+        return best
+
+    def _generate(self, encoded: Any, prompt: list[int], new_tokens: int, stop: threading.Event,
+                  temperature: float) -> tuple[str, float, float]:
         if stop.is_set():
             raise Stopped
-        new_tokens = int(TOKENS_PER_S * len(samples) / self.sample_rate) + 16
+        model = self._model
+        sampling: dict[str, Any] = {}
+        if temperature > 0:
+            import ctranslate2
+
+            ctranslate2.set_random_seed(SEED)
+            sampling = {"sampling_topk": 0, "sampling_temperature": temperature}
         result = model.model.generate(
-            encoded, [self._prompt], beam_size=self.beam_size,
-            max_length=min(model.max_length, len(self._prompt) + new_tokens),
+            encoded, [prompt], beam_size=1 if sampling else self.beam_size,
+            max_length=min(model.max_length, len(prompt) + new_tokens),
             return_scores=True, return_no_speech_prob=True, suppress_blank=True,
-            suppress_tokens=self._suppress)[0]
+            suppress_tokens=self._suppress, **sampling)[0]
         tokens = result.sequences_ids[0]
         mean = result.scores[0] * len(tokens) / (len(tokens) + 1)  # faster-whisper's avg_logprob
         return self._tokenizer.decode(tokens).strip(), mean, result.no_speech_prob
 
-    def _segments(self, samples: Samples, stop: threading.Event) -> tuple[str, float, float]:
+    def _segments(self, samples: Samples, stop: threading.Event, biased: bool) -> tuple[str, float, float]:
         """faster-whisper's own loop: 30 s windows, one segment pulled at a time."""
         segments, _ = self._model.transcribe(
             samples, language=self.language, beam_size=self.beam_size, initial_prompt=self.initial_prompt,
             condition_on_previous_text=False, vad_filter=False, without_timestamps=True,
-            hotwords=self.hotwords or None,
+            hotwords=(self.hotwords or None) if biased else None,
             temperature=0.0)  # no sampling fallback: the same audio always gives the same text (replays)
         texts, logprobs, no_speech = [], [], 0.0
         for segment in segments:  # decoding happens as the generator is advanced

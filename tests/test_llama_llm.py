@@ -189,3 +189,21 @@ async def test_a_prefilled_prompt_is_in_the_cache_and_the_reply_is_the_same(llm:
     llm.history.clear()
     llm.prefill("完全不同的问题是什么？")  # a prompt that is not asked costs nothing but its evaluation
     assert "".join(await collect(llm, question)) == plain
+
+
+@pytest.mark.slow
+async def test_each_piece_comes_with_the_models_confidence_in_it(qwen_gguf: Path) -> None:
+    greedy = LlamaLlm(qwen_gguf, temperature=0.0, max_tokens=24, history_turns=0)
+    blind = LlamaLlm(qwen_gguf, temperature=0.0, max_tokens=24, history_turns=0, confidence=False)
+    greedy.load()
+    blind.load()
+    try:
+        scored = [piece async for piece in greedy.scored(QUESTION)]
+        assert scored and all(0.0 < p.confidence <= 1.0 for p in scored)
+        assert min(p.confidence for p in scored) < 1.0  # a real distribution, not the 1.0 of "none given"
+        # reading the confidence changes nothing the model writes
+        assert "".join(p.text for p in scored) == "".join([piece async for piece in blind.reply(QUESTION)])
+        assert {p.confidence async for p in blind.scored(QUESTION)} == {1.0}  # none read: 1.0 each
+    finally:
+        greedy.close()
+        blind.close()

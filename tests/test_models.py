@@ -168,3 +168,46 @@ def test_a_decoder_loop_is_told_from_speech():
     assert _looped("切换前事" * 12)
     assert not _looped("告诉我，你是谁？你叫什么名字？")
     assert not _looped("好的")
+
+
+@pytest.mark.slow
+def test_the_command_words_are_context_only_where_the_plain_transcript_sounds_like_a_command():
+    folder = Assets([SHARED / "models"]).folder("whisper-base")
+    words = "切换前视 换一首歌 几点 提醒"
+    seen: list[str] = []
+    plain, always = WhisperAsr(folder, window_s=10.0), WhisperAsr(folder, window_s=10.0, hotwords=words)
+    never = WhisperAsr(folder, window_s=10.0, hotwords=words, likely_command=lambda t: seen.append(t) or False)
+    likely = WhisperAsr(folder, window_s=10.0, hotwords=words, likely_command=lambda t: True)
+    for asr in (plain, always, never, likely):
+        asr.load()
+    try:
+        clip = real("cmd_qiehuan_1.wav")
+        heard = {name: asyncio.run(asr.transcribe(clip))
+                 for name, asr in (("plain", plain), ("always", always), ("never", never), ("likely", likely))}
+        assert seen == [heard["plain"]]  # the predicate reads the transcript made without the words ...
+        assert heard["never"] == heard["plain"]  # ... which stands when it is no command
+        assert heard["likely"] == heard["always"]  # a likely command is decoded again, with them
+    finally:
+        for asr in (plain, always, never, likely):
+            asr.close()
+
+
+@pytest.mark.slow
+def test_the_sampling_fallback_is_seeded_and_keeps_the_likeliest_transcript():
+    folder = Assets([SHARED / "models"]).folder("whisper-base")
+    greedy = WhisperAsr(folder, window_s=10.0, min_avg_logprob=-0.01)  # nothing passes: every fallback is tried
+    sampled = WhisperAsr(folder, window_s=10.0, min_avg_logprob=-0.01, fallback=(0.4, 0.8))
+    greedy.load()
+    sampled.load()
+    try:
+        clip = real("ask_who_are_you.wav")
+        asyncio.run(greedy.transcribe(clip))
+        runs = []
+        for _ in range(2):
+            assert asyncio.run(sampled.transcribe(clip)) == ""  # still doubted: asked again
+            runs.append(sampled.last_scores)
+        assert runs[0] == runs[1]  # seeded: a replay hears the same
+        assert runs[0][0] >= greedy.last_scores[0]  # the likeliest of greedy and the samples is kept
+    finally:
+        greedy.close()
+        sampled.close()

@@ -109,3 +109,17 @@ def test_a_timer_given_as_a_duration_is_a_timer(text, after):
 @pytest.mark.parametrize("text", ["再说一遍", "你刚才说什么", "我没听清"])
 def test_asking_to_hear_it_again_is_a_repeat(text):
     assert route(text, NOW).name == "repeat"
+
+
+@pytest.mark.parametrize(("text", "likely"), [
+    ("现在几点了", True),  # a command word
+    ("现在几店了", True),  # a near miss of one
+    ("三加五等于多少", True),  # the router answers it
+    ("广州是广东省的省会城市", False),
+    ("我小时候住在南京", True),  # 小时 is a command word: decoding it again with them costs little
+    ("这本书讲的是一个人的一生", False),
+])
+def test_a_transcript_sounds_like_a_command_by_its_words_their_near_misses_or_the_router(text, likely):
+    from assistant.tools.router import COMMAND_WORDS, LikelyCommand
+
+    assert LikelyCommand(list(COMMAND_WORDS))(text) is likely

@@ -14,6 +14,9 @@ stream and the chunker and, per clause (text up to a clause-ending mark):
   model echoing a garbled transcript is no answer);
 - holds back a bare acknowledgement (好的，) until the clause after it is known to be honest, so an
   honest replacement never follows a "好的";
+- says 这个我不太确定 instead of a first clause the model itself doubted (``min_confidence``: the
+  lowest probability it gave its own first choice at a token of the clause), when the request
+  asks for a fact: a small model's wrong fact is most often a guess at one token (孔子是古希腊人);
 - ends the reply at the first sentence end after ``soft_chars`` characters, and before a clause that
   would take it past ``max_chars`` (the model is asked for about 40; it does not always listen).
 
@@ -36,6 +39,7 @@ CANNOT = "这个我还做不到。我可以报时、算数、定时提醒和记�
 NO_NETWORK = "我没有联网，查不了天气和新闻。"
 NOT_HEARD = "没听清是什么时候，请再说一遍。"  # a clear timer request never reaches the LLM: the tools take it
 ASK_AGAIN = "没听清，请再说一遍。"  # the reply only said the request back
+UNSURE = "这个我不太确定。"  # the model guessed at its first clause
 
 _NAMES = (r"百度|小度|通义|千问|Qwen|qwen|Google|谷歌|小爱|Siri|siri|ChatGPT|chatgpt|OpenAI|阿里|天猫精灵|Alexa|"
           r"文心|讯飞|小艺|Cortana|Gemini|Claude|小冰|GPT")
@@ -79,6 +83,7 @@ class Verdict(StrEnum):
 class GuardOptions:
     soft_chars: int = 30  # end at the first sentence end after this many characters
     max_chars: int = 50  # never go past this many (0: no limit)
+    min_confidence: float = 0.0  # a doubted first clause below this is not said (0: never doubted)
 
 
 class ClauseGuard:
@@ -90,6 +95,7 @@ class ClauseGuard:
         self.ended = False
         self.replaced: str | None = None  # the honest sentence that replaced a claim, if any
         self._buffer = ""
+        self._doubt = 1.0  # the lowest confidence of a piece in the buffer
         self._held = ""
         self._said: list[str] = []
 
@@ -97,9 +103,12 @@ class ClauseGuard:
     def said(self) -> str:
         return "".join(self._said)
 
-    def feed(self, piece: str) -> list[str]:
+    def feed(self, piece: str, confidence: float = 1.0) -> list[str]:
+        """``piece`` of the stream, with the model's confidence in it (1.0: none given)."""
         out: list[str] = []
         self._buffer += piece
+        if any(ch.isalnum() for ch in piece):
+            self._doubt = min(self._doubt, confidence)
         while not self.ended and (m := _CLAUSE_END.search(self._buffer)) is not None:
             clause, self._buffer = self._buffer[: m.end()], self._buffer[m.end():]
             out += self._clause(clause)
@@ -120,8 +129,9 @@ class ClauseGuard:
         self.ended = True
         return out
 
-    def check(self, clause: str) -> tuple[Verdict, str]:
-        """What becomes of one clause: the verdict and the text to say (pure; no state changes)."""
+    def check(self, clause: str, confidence: float = 1.0) -> tuple[Verdict, str]:
+        """What becomes of one clause, of which the model was ``confidence`` sure: the verdict and
+        the text to say (pure; no state changes)."""
         text = "\n".join(strip_markup(clause))
         spoken = self.said + self._held
         if not spoken or _SENTENCE_END.search(spoken):
@@ -141,13 +151,16 @@ class ClauseGuard:
             return Verdict.HELD, text
         if not self._said and self.request and restates(self.request, text):
             return Verdict.REPLACED, ASK_AGAIN
+        if not self._said and confidence < self.options.min_confidence and asks_a_fact(self.request):
+            return Verdict.REPLACED, UNSURE
         limit = self.options.max_chars
         if limit and self.said and len(self.said) + len(self._held) + len(text.strip()) > limit:
             return Verdict.ENDED, ""
         return Verdict.SAID, text
 
     def _clause(self, clause: str) -> list[str]:
-        verdict, text = self.check(clause)
+        verdict, text = self.check(clause, self._doubt)
+        self._doubt = 1.0
         if verdict is Verdict.HELD:
             self._held = text
             return []
@@ -174,3 +187,15 @@ class ClauseGuard:
             return []
         self._said.append(text)
         return [text]
+
+
+_FACT_QUESTION = re.compile(r"谁|什么|哪|几|多少|多大|多高|多长|多远|多久|为什么|为啥|怎么会|是不是|吗|呢")
+_NOT_A_FACT = re.compile(r"怎么办|怎么样|好吗|什么好|好不好|穿什么|可以吗|行吗|能不能|建议|推荐|吃什么|做什么|玩什么"
+                         r"|比较好|有什么(好处|坏处|用处|作用|区别|意义|影响)|什么.{0,3}好|去哪|哪里玩|讲个|说个|聊聊"
+                         r"|帮我")
+
+
+def asks_a_fact(request: str) -> bool:
+    """Whether ``request`` asks something with one right answer (谁、哪、几、多少、为什么、…吗), not for
+    advice, a story or a chat, where no single continuation is expected of the model."""
+    return bool(_FACT_QUESTION.search(request)) and not _NOT_A_FACT.search(request)

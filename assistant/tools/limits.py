@@ -25,7 +25,7 @@ NO_PHONE = "我打不了电话，也发不了消息。"
 
 # (topic said in the reply, pattern) — the first that matches names what cannot be looked up.
 NETWORK: list[tuple[str, re.Pattern[str]]] = [
-    ("天气", re.compile(r"天气|气温|下雨|下雪|降雨|降温|刮风|台风|雾霾|空气质量|紫外线|带伞|"
+    ("天气", re.compile(r"天气|气温|下雨(?!天)|下雪(?!天)|降雨|降温|刮风|台风|雾霾|空气质量|紫外线|带伞|"
                         r"(今天|明天|后天|今晚|明晚|外面|室外|户外|这周|周末|最近|这几天)[^，。]{0,4}?(多少度|几度|温度|冷不冷|热不热)")),
     ("新闻", re.compile(r"新闻|头条|热搜|时事|发生了什么(大)?事")),
     ("行情", re.compile(r"股价|股票|股市|大盘|基金|比特币|金价|油价|房价|行情|(黄金|白银)[^，。]{0,4}(价|多少钱)")),

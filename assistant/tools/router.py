@@ -64,6 +64,24 @@ COMMAND_WORDS = ("几点", "几号", "一点", "星期", "乘以", "除以", "�
 REMIND = re.compile(r"提醒我|叫我|定时|计时|倒计时|闹钟")
 
 
+class LikelyCommand:
+    """Whether a transcript sounds like a command: it has a command word, or a near miss of one by
+    pinyin (几店 for 几点), or the router answers it. Whisper then hears it again with the command
+    words as context (models/whisper_asr.py), and all other speech without them."""
+
+    def __init__(self, words: list[str]) -> None:
+        from assistant.text.hotwords import HotwordCorrector
+
+        self.words = tuple(w for w in words if w)
+        self._near = HotwordCorrector(self.words)
+
+    def __call__(self, text: str) -> bool:
+        if any(w in text for w in self.words):
+            return True
+        fixed, fixes = self._near.correct(text)
+        return bool(fixes) or route(fixed, datetime.now().astimezone()) is not None
+
+
 def clean(text: str) -> str:
     return _DROP.sub("", text)
 

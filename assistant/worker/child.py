@@ -30,11 +30,11 @@ import structlog
 from assistant import logs
 from assistant.config import Config, ConfigError
 from models.cores import CoreGate, Flag
-from models.protocols import ModelError
+from models.protocols import ModelError, scored_reply
 
 log = structlog.get_logger("worker")
 
-STREAMS = {("llm", "reply"), ("tts", "synthesize")}
+STREAMS = {("llm", "scored"), ("tts", "synthesize")}
 
 
 def main(conn: Connection, cfg: Config, free: Flag | None, apology_text: str) -> None:
@@ -156,7 +156,7 @@ class Server:
         if backend == "llm":
             text, exchanges = args
             self._recall(exchanges)
-            return self.models["llm"].reply(text)  # type: ignore[no-any-return]
+            return scored_reply(self.models["llm"], text)  # each piece with the model's confidence
         return self.models["tts"].synthesize(*args)  # type: ignore[no-any-return]
 
     async def _value(self, backend: str, method: str, args: tuple[Any, ...]) -> Any:

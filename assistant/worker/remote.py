@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 
 from assistant.worker.process import InferenceProcess
 from models.chat import History
-from models.protocols import Samples
+from models.protocols import Samples, Scored, texts
 
 
 class _Remote:
@@ -62,13 +62,17 @@ class RemoteLlm(_Remote):
         self.worker.notify("llm", "prefill", text, self.history.exchanges)
 
     def reply(self, text: str) -> AsyncIterator[str]:
-        return self._reply(text)
+        return texts(self.scored(text))
 
-    async def _reply(self, text: str) -> AsyncIterator[str]:
+    def scored(self, text: str) -> AsyncIterator[Scored]:
+        """The reply with the worker's LLM's confidence in each piece (1.0 each where it gives none)."""
+        return self._scored(text)
+
+    async def _scored(self, text: str) -> AsyncIterator[Scored]:
         said: list[str] = []
         try:
-            async for piece in self.worker.stream("llm", "reply", text, self.history.exchanges):
-                said.append(piece)
+            async for piece in self.worker.stream("llm", "scored", text, self.history.exchanges):
+                said.append(piece.text)
                 yield piece
         finally:
             self.history.remember(text, "".join(said))
