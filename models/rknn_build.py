@@ -8,10 +8,11 @@ The job (JSON) names the target, the output folder, a work folder and the models
 built once per precision (``fp16``; ``int8`` with a calibration list of real inputs), exported, and
 then — in the same session, since a model loaded back from a .rknn file cannot be simulated — run in
 the simulator on the job's sample inputs beside onnxruntime on the ONNX original: per output, the
-cosine and the SNR. For the Kokoro window it also renders every sample piece window by window with
-the simulator as the window runner (the source and tail on onnxruntime, as on the board) and saves
-the audio for the caller to score. A model that does not build is recorded with the toolkit's own
-message; the others go on.
+cosine, the SNR and the largest difference. For the Kokoro window it also renders every sample piece
+window by window with the simulator as the window runner (the source and tail on onnxruntime, as on
+the board) and saves the audio for the caller to score; for a recurrent model (silero VAD) it runs a
+whole recording with the simulator and onnxruntime each carrying its own state. A model that does
+not build is recorded with the toolkit's own message; the others go on.
 
 Each model and precision is converted in a child process (the toolkit's compiler has ended its
 process with SIGSEGV on a quantized model): a crash is recorded with its signal and the log's last
@@ -70,18 +71,22 @@ def toolkit_output(log: Path) -> Iterator[None]:
 
 
 def compare(expected: list[np.ndarray], got: list[np.ndarray]) -> list[dict[str, float]]:
-    """Per output: cosine similarity and SNR (dB) of ``got`` against ``expected``."""
+    """Per output: cosine similarity, SNR (dB) and largest absolute difference of ``got`` against ``expected``.
+
+    A one-value output (a probability) has a cosine of ±1 whatever the error: its SNR and difference say more.
+    """
     out = []
     for e, g in zip(expected, got, strict=True):
         a = np.asarray(e, np.float64).reshape(-1)
         b = np.asarray(g, np.float64).reshape(-1)
         if a.size != b.size:
-            out.append({"cosine": float("nan"), "snr_db": float("nan"), "size_mismatch": float(b.size)})
+            out.append({"cosine": float("nan"), "snr_db": float("nan"), "max_abs": float("nan"),
+                        "size_mismatch": float(b.size)})
             continue
         cos = float(a @ b) / max(float(np.linalg.norm(a) * np.linalg.norm(b)), 1e-30)
         noise = float(np.sum((a - b) ** 2))
         snr = float(10 * np.log10(max(float(np.sum(a * a)), 1e-30) / max(noise, 1e-30)))
-        out.append({"cosine": round(cos, 6), "snr_db": round(snr, 2)})
+        out.append({"cosine": round(cos, 6), "snr_db": round(snr, 2), "max_abs": float(np.max(np.abs(a - b)))})
     return out
 
 
@@ -155,9 +160,14 @@ def build_one(spec: dict[str, Any], precision: str, job: dict[str, Any]) -> dict
         result["outputs"] = {o: {"cosine_min": min(s[k]["cosine"] for s in scores),
                                  "cosine_mean": round(float(np.mean([s[k]["cosine"] for s in scores])), 6),
                                  "snr_db_min": min(s[k]["snr_db"] for s in scores),
-                                 "snr_db_mean": round(float(np.mean([s[k]["snr_db"] for s in scores])), 2)}
+                                 "snr_db_mean": round(float(np.mean([s[k]["snr_db"] for s in scores])), 2),
+                                 "max_abs": float(f"{max(s[k]['max_abs'] for s in scores):.3g}")}
                              for k, o in enumerate(outputs)}
         result["samples"] = len(samples)
+        if spec.get("sequence"):
+            say(f"{name} {precision}: running the recorded sequence with its state carried")
+            result["sequence"] = _sequence(spec["sequence"], outputs, session.run,
+                                           lambda feed: rknn.inference(inputs=[feed[n] for n in names]))
         if spec.get("kokoro"):
             result["audio"] = _render_kokoro(spec["kokoro"], lambda feed: rknn.inference(
                 inputs=[feed[n] for n in names])[0], work)
@@ -168,6 +178,31 @@ def build_one(spec: dict[str, Any], precision: str, job: dict[str, Any]) -> dict
         return {**result, "error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:300]}"}
     finally:
         rknn.release()
+
+
+def _sequence(spec: dict[str, Any], outputs: list[str], cpu: Any, npu: Any) -> dict[str, Any]:
+    """A recurrent model over a whole recording, each side carrying its own state (as the VAD runs).
+
+    The per-sample scores feed both sides the same state; here the NPU's state errors add up over the
+    recording as they would on the board. Compared: the score output, and the decisions at ``threshold``.
+    """
+    state_in, state_out, score = spec["state"], spec["next_state"], spec["output"]
+    with np.load(spec["chunks"]) as z:
+        chunks = [z[k] for k in sorted(z.files, key=int)]
+    zero = np.zeros(spec["state_shape"], np.float32)
+    cpu_state, npu_state, expected, got = zero, zero, [], []
+    for chunk in chunks:
+        e = dict(zip(outputs, cpu(outputs, {spec["input"]: chunk, state_in: cpu_state}), strict=True))
+        g = dict(zip(outputs, npu({spec["input"]: chunk, state_in: npu_state}), strict=True))
+        cpu_state, npu_state = e[state_out], np.asarray(g[state_out], np.float32).reshape(zero.shape)
+        expected.append(float(np.asarray(e[score]).reshape(-1)[0]))
+        got.append(float(np.asarray(g[score]).reshape(-1)[0]))
+    a, b = np.array(expected), np.array(got)
+    t = spec["threshold"]
+    return {"chunks": len(chunks), "max_abs": round(float(np.max(np.abs(a - b))), 4),
+            "mean_abs": round(float(np.mean(np.abs(a - b))), 4),
+            "decisions_agree": round(float(np.mean((a > t) == (b > t))), 4), "threshold": t,
+            "cpu_above": int(np.sum(a > t)), "npu_above": int(np.sum(b > t))}
 
 
 def _render_kokoro(spec: dict[str, Any], window: Any, work: Path) -> list[str]:

@@ -67,6 +67,7 @@ def test_cosine_and_snr_of_a_known_error() -> None:
     expected_snr = 10 * np.log10(np.sum(signal.astype(np.float64) ** 2) / np.sum(noise.astype(np.float64) ** 2))
     assert noisy["snr_db"] == pytest.approx(expected_snr, abs=0.01)
     assert 0.999 < noisy["cosine"] < 1.0
+    assert same["max_abs"] == 0 and noisy["max_abs"] == pytest.approx(0.01, rel=1e-3)
     (flipped,) = compare([signal], [-signal])
     assert flipped["cosine"] == -1.0
 
@@ -207,3 +208,55 @@ def test_a_build_job_converts_simulates_and_scores_each_model_in_its_own_process
     assert fp16["outputs"]["y"]["cosine_min"] > 0.999
     assert int8["outputs"]["y"]["cosine_min"] > 0.98  # calibrated on the two samples themselves
     assert "npu build: tiny fp16: built in" in done.stderr
+
+
+# --- silero VAD: its 16 kHz graph, and a whole recording in the simulator ---
+
+
+def test_silero_without_its_ifs_computes_what_the_shipped_graph_does(assets: Assets) -> None:
+    """The graph the toolkit is given: no If at any depth, no sample-rate input, and over a real
+    recording, with the state carried from chunk to chunk, the very numbers of the shipped model."""
+    import onnx
+    import onnxruntime as ort
+
+    from models.onnx_fixed import without_ifs
+    from tests.conftest import real
+
+    shipped = assets.path("silero-vad", "silero_vad.onnx")
+    audio = real("hey_xiaozhi.wav")
+    zero, rate = np.zeros((2, 1, 128), np.float32), np.array(16000, np.int64)
+    fixed = without_ifs(onnx.load(str(shipped)), {"input": audio[None, :576], "state": zero, "sr": rate})
+    assert [i.name for i in fixed.graph.input] == ["input", "state"]
+    assert "If" not in {n.op_type for n in fixed.graph.node}
+    a = ort.InferenceSession(str(shipped), providers=["CPUExecutionProvider"])
+    b = ort.InferenceSession(fixed.SerializeToString(), providers=["CPUExecutionProvider"])
+    state_a = state_b = zero
+    speech = []
+    for s in range(0, audio.size - 576, 512):
+        x = audio[None, s:s + 576]
+        p_a, state_a = a.run(None, {"input": x, "state": state_a, "sr": rate})
+        p_b, state_b = b.run(None, {"input": x, "state": state_b})
+        np.testing.assert_array_equal(p_a, p_b)
+        np.testing.assert_array_equal(state_a, state_b)
+        speech.append(float(p_a.reshape(-1)[0]) > 0.5)
+    assert 0.3 < np.mean(speech) < 0.95  # a real recording: speech and pauses
+
+
+@pytest.mark.slow
+@needs_toolkit
+def test_the_vad_built_for_the_npu_follows_a_whole_recording(tmp_path: Path) -> None:
+    """`assistant npu build --models silero-vad`: the 16 kHz graph converts at fp16, and over a whole
+    held-out recording, each side carrying its own state, the simulator's speech decisions are the CPU's."""
+    out = tmp_path / "out"
+    done = subprocess.run(["nice", "-n", "19", sys.executable, "-m", "assistant", "npu", "build", "--target", "rk3576",
+                           "--models", "silero-vad", "--precision", "fp16", str(out)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=1800, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (result,) = json.loads((out / "report.json").read_text())["results"]
+    assert result["built"], result
+    assert result["outputs"]["output"]["max_abs"] < 0.02 and result["outputs"]["stateN"]["cosine_min"] > 0.999
+    sequence = result["sequence"]
+    assert sequence["chunks"] > 100 and sequence["decisions_agree"] >= 0.98 and sequence["max_abs"] < 0.1
+    (entry,) = json.loads((out / BUILT_MANIFEST).read_text())
+    assert entry["name"] == "silero-vad-rk3576-fp16"
+    assert entry["sha256"] == sha256(out / entry["name"] / entry["file"])

@@ -273,14 +273,34 @@ def _prepare_smart_turn(assets: Assets, work: Path) -> dict[str, Any]:
 
 
 def _prepare_silero(assets: Assets, work: Path) -> dict[str, Any]:
-    model = assets.path("silero-vad", "silero_vad.onnx")
-    audio = _clip(CLIPS[0])
-    state = np.zeros((2, 1, 128), np.float32)
-    feeds = [{"input": audio[s:s + 576][None].astype(np.float32), "state": state, "sr": np.array(16000, np.int64)}
-             for s in range(0, 576 * 8, 512)]
-    path = _save(work / "silero-samples.npz", feeds)
-    return {"name": "silero-vad", "onnx": str(model), "inputs": {"input": [1, 576], "state": [2, 1, 128], "sr": []},
-            "samples": str(path)}
+    import onnx
+    import onnxruntime as ort
+
+    from models.onnx_fixed import without_ifs
+
+    # As shipped, an If on the sample rate around nested Ifs on shapes: the toolkit refused its inputs.
+    # The 16 kHz graph at the NPU's fixed shapes (512 new samples + 64 before them) is converted.
+    original = assets.path("silero-vad", "silero_vad.onnx")
+    session = ort.InferenceSession(str(original), providers=["CPUExecutionProvider"])
+
+    def chunks(clip: str) -> list[np.ndarray]:
+        audio = _clip(clip)
+        return [audio[s:s + 576][None].astype(np.float32) for s in range(0, audio.size - 576, 512)]
+
+    state, rate, feeds = np.zeros((2, 1, 128), np.float32), np.array(16000, np.int64), []
+    for i, chunk in enumerate(chunks(CLIPS[0])):  # real states, carried as the VAD carries them
+        if i % 6 == 0:
+            feeds.append({"input": chunk, "state": state})
+        state = session.run(["stateN"], {"input": chunk, "state": state, "sr": rate})[0]
+    model = work / "silero-vad-16k.onnx"
+    onnx.save(without_ifs(onnx.load(str(original)), {**feeds[0], "sr": rate}), str(model))
+    sequence = work / "silero-sequence.npz"
+    arrays: dict[str, Any] = {str(i): c for i, c in enumerate(chunks(CLIPS[1]))}  # another recording, whole
+    np.savez(sequence, **arrays)
+    return {"name": "silero-vad", "onnx": str(model), "inputs": {"input": [1, 576], "state": [2, 1, 128]},
+            "samples": str(_save(work / "silero-samples.npz", feeds)),
+            "sequence": {"chunks": str(sequence), "input": "input", "state": "state", "next_state": "stateN",
+                         "output": "output", "state_shape": [2, 1, 128], "threshold": 0.5}}
 
 
 def cer(reference: str, hypothesis: str) -> float:
@@ -380,5 +400,9 @@ def _summary(report: dict[str, Any]) -> None:
         snr = min((o["snr_db_min"] for o in r.get("outputs", {}).values()), default=float("nan"))
         extra = f"  CER {r['rendering']['cer']:.3f}  log-mel {r['rendering']['log_mel_db']:.2f} dB" \
             if r.get("rendering") else ""
+        if r.get("sequence"):
+            q = r["sequence"]
+            extra += (f"  {q['chunks']} chunks in sequence: max |Δ| {q['max_abs']}, "
+                      f"decisions agree {q['decisions_agree']}")
         print(line + f"built in {r.get('build_seconds')} s, cosine ≥ {worst:.4f}, SNR ≥ {snr:.1f} dB{extra}")
     print(f"report: {report['seconds']} s in all")
