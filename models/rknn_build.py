@@ -152,11 +152,16 @@ def build_one(spec: dict[str, Any], precision: str, job: dict[str, Any]) -> dict
         if rknn.init_runtime() != 0:
             return {**result, "error": "init_runtime (simulator) failed"}
         outputs = [o.name for o in session.get_outputs()]
-        scores = []
+        scores, values = [], {}
         for feed in samples:
             expected = session.run(outputs, dict(zip(names, feed, strict=True)))
             got = rknn.inference(inputs=list(feed))
             scores.append(compare(expected, got))
+            for o, e, g in zip(outputs, expected, got, strict=True):
+                if np.size(e) == 1:  # a score (Smart Turn's, the VAD's): each sample's [onnx, simulator]
+                    values.setdefault(o, []).append([round(float(np.ravel(x)[0]), 4) for x in (e, g)])
+        if values:
+            result["values"] = values
         result["outputs"] = {o: {"cosine_min": min(s[k]["cosine"] for s in scores),
                                  "cosine_mean": round(float(np.mean([s[k]["cosine"] for s in scores])), 6),
                                  "snr_db_min": min(s[k]["snr_db"] for s in scores),

@@ -255,6 +255,8 @@ def test_the_vad_built_for_the_npu_follows_a_whole_recording(tmp_path: Path) -> 
     (result,) = json.loads((out / "report.json").read_text())["results"]
     assert result["built"], result
     assert result["outputs"]["output"]["max_abs"] < 0.02 and result["outputs"]["stateN"]["cosine_min"] > 0.999
+    assert len(result["values"]["output"]) == result["samples"]  # each sample's [onnx, simulator] probability
+    assert all(abs(cpu - npu) < 0.02 for cpu, npu in result["values"]["output"])
     sequence = result["sequence"]
     assert sequence["chunks"] > 100 and sequence["decisions_agree"] >= 0.98 and sequence["max_abs"] < 0.1
     (entry,) = json.loads((out / BUILT_MANIFEST).read_text())

@@ -144,6 +144,8 @@ def run(cfg: Config, args: argparse.Namespace) -> int:
     if kokoro is not None:
         _say("scoring the simulator's Kokoro audio (log-mel distance, Whisper round trip)")
         _score_kokoro(assets, results, kokoro, texts)
+    if "smart-turn" in names:
+        _smart_turn_as_shipped(assets, work, results)
     rebuilt = {spec["name"] for spec in job["models"]}
     results = [*_earlier(out, rebuilt), *results]  # a build of some models keeps the others' results
     report = {"target": args.target, "seconds": round(time.monotonic() - started), "results": results}
@@ -270,6 +272,23 @@ def _prepare_smart_turn(assets: Assets, work: Path) -> dict[str, Any]:
     path = _save(work / "smart-turn-samples.npz", feeds)
     return {"name": "smart-turn-v3.2", "onnx": str(model), "inputs": {"input_features": [1, 80, 800]},
             "samples": str(path)}
+
+
+def _smart_turn_as_shipped(assets: Assets, work: Path, results: list[dict[str, Any]]) -> None:
+    """Beside each clip's simulated score: the shipped QDQ model's on onnxruntime (the float graph
+    that is converted computes the int8 weights with float activations, which moves some scores)."""
+    import onnxruntime as ort
+
+    shipped = ort.InferenceSession(str(assets.path("smart-turn-v3.2", "smart-turn-v3.2-cpu.onnx")),
+                                   providers=["CPUExecutionProvider"])
+    with np.load(work / "smart-turn-samples.npz") as z:
+        scores = [round(float(shipped.run(None, {"input_features": z[f"{i}/input_features"]})[0].reshape(-1)[0]), 4)
+                  for i in range(len(CLIPS))]
+    for r in results:
+        if r.get("model") == "smart-turn-v3.2" and r.get("values"):
+            r["clips"] = [{"clip": clip, "shipped_qdq_cpu": shipped_p, "float_cpu": float_p, "simulator": sim_p}
+                          for clip, shipped_p, (float_p, sim_p) in zip(CLIPS, scores, r["values"]["logits"],
+                                                                       strict=True)]
 
 
 def _prepare_silero(assets: Assets, work: Path) -> dict[str, Any]:
@@ -405,4 +424,7 @@ def _summary(report: dict[str, Any]) -> None:
             extra += (f"  {q['chunks']} chunks in sequence: max |Δ| {q['max_abs']}, "
                       f"decisions agree {q['decisions_agree']}")
         print(line + f"built in {r.get('build_seconds')} s, cosine ≥ {worst:.4f}, SNR ≥ {snr:.1f} dB{extra}")
+        for c in r.get("clips", []):
+            print(f"{'':<24} {c['clip']:<20} p(complete): shipped {c['shipped_qdq_cpu']:.3f}, "
+                  f"float {c['float_cpu']:.3f}, simulated {c['simulator']:.3f}")
     print(f"report: {report['seconds']} s in all")
