@@ -105,6 +105,27 @@ def test_a_built_model_is_found_and_verified_like_any_other(tmp_path: Path) -> N
         assets.path(entry.name, model.name)
 
 
+def test_a_second_build_keeps_the_first_ones_files_listed(tmp_path: Path) -> None:
+    """An earlier run's result names its file where it was built (OUT/<file>), a later run's build
+    of another model is moved beside it; both are listed, and a file that is gone is said to be."""
+    from assistant.commands.npu import _register
+
+    out = tmp_path / "out"
+    (out / "old-rk3576-fp16").mkdir(parents=True)
+    (out / "old-rk3576-fp16" / "old-rk3576-fp16.rknn").write_bytes(b"RKNN old")
+    (out / "new-rk3576-fp16.rknn").write_bytes(b"RKNN new")
+    results = [{"model": "old", "precision": "fp16", "built": True, "file": str(out / "old-rk3576-fp16.rknn")},
+               {"model": "new", "precision": "fp16", "built": True, "file": str(out / "new-rk3576-fp16.rknn")},
+               {"model": "lost", "precision": "int8", "built": True, "file": str(out / "lost-rk3576-int8.rknn")}]
+    _register(out, results, "rk3576")
+    listed = {e["name"]: e for e in json.loads((out / BUILT_MANIFEST).read_text())}
+    assert set(listed) == {"old-rk3576-fp16", "new-rk3576-fp16"}
+    for r in results[:2]:
+        assert Path(r["file"]).parent.name == f"{r['model']}-rk3576-fp16" and Path(r["file"]).is_file()
+        assert listed[Path(r["file"]).parent.name]["sha256"] == sha256(Path(r["file"]))
+    assert not results[2]["built"] and "is gone" in results[2]["error"]
+
+
 def test_models_list_shows_the_built_models(tmp_path: Path) -> None:
     out, _ = built_folder(tmp_path)
     result = subprocess.run([sys.executable, "-m", "assistant", "models", "list"], cwd=tmp_path, text=True,

@@ -152,8 +152,8 @@ def run(cfg: Config, args: argparse.Namespace) -> int:
     install = python.parent.parent.parent / "install.json"
     if install.is_file():
         report["toolkit_install"] = json.loads(install.read_text())
+    _register(out, results, args.target)  # first: the report names each file where it now is
     (out / "report.json").write_text(json.dumps(report, indent=1, ensure_ascii=False))
-    _register(out, results, args.target)
     _summary(report)
     return 0 if any(r.get("built") for r in results) else 1
 
@@ -396,6 +396,11 @@ def _register(out: Path, results: list[dict[str, Any]], target: str) -> None:
         src = Path(r["file"])
         name = f"{r['model']}-{target}-{r['precision']}"
         dest = out / name / src.name
+        if not src.is_file() and dest.is_file():  # an earlier run's result, its file already in place
+            src = dest
+        if not src.is_file():
+            r.update(built=False, error=f"its built file {src} is gone; build it again")
+            continue
         dest.parent.mkdir(exist_ok=True)
         if src != dest:
             shutil.move(str(src), dest)
