@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from assistant.commands.npu import cer, toolkit_python
+from assistant.commands.npu import cer, spoken_cer, toolkit_python
 from models.assets import Assets
 from models.files import sha256
 from models.manifest import BUILT_MANIFEST, built
@@ -70,6 +70,12 @@ def test_cosine_and_snr_of_a_known_error() -> None:
     assert same["max_abs"] == 0 and noisy["max_abs"] == pytest.approx(0.01, rel=1e-3)
     (flipped,) = compare([signal], [-signal])
     assert flipped["cosine"] == -1.0
+
+
+def test_a_number_heard_as_digits_is_not_an_error_of_the_voice() -> None:
+    assert spoken_cer("再把空调调到二十六度。", "再把空调调到26度") == 0
+    assert spoken_cer("明天早上七点叫我起床", "明天早上7点叫我气床") == 0.1
+    assert cer("再把空调调到二十六度。", "再把空调调到26度") == 0.3  # as written: 二十六 against 26
 
 
 def test_cer_counts_characters_and_ignores_punctuation() -> None:

@@ -334,6 +334,14 @@ def cer(reference: str, hypothesis: str) -> float:
     return row[-1] / max(1, len(r))
 
 
+def spoken_cer(reference: str, heard: str) -> float:
+    """``cer`` of what was heard read out in words: Whisper writes numbers as digits (26度 for the
+    二十六度 Kokoro said), and the TTS's own normalizer says them back as words."""
+    from assistant.text.normalize import normalize
+
+    return cer(reference, normalize(heard))
+
+
 def _score_kokoro(assets: Assets, results: list[dict[str, Any]], kokoro: dict[str, Any],
                   texts: tuple[str, ...]) -> None:
     """Per built precision (and for the same windows on onnxruntime): log-mel and CER per sentence."""
@@ -354,9 +362,11 @@ def _score_kokoro(assets: Assets, results: list[dict[str, Any]], kokoro: dict[st
                 mine = np.concatenate([a for a, o in zip(audio, kokoro["owners"], strict=True) if o == i])
                 ref = np.concatenate([a for a, o in zip(kokoro["wholes"], kokoro["owners"], strict=True) if o == i])
                 heard = asyncio.run(asr.transcribe(resample(mine, 24000, asr.sample_rate)))
-                per.append({"text": text, "heard": heard, "cer": round(cer(text, heard), 3),
+                per.append({"text": text, "heard": heard, "cer": round(spoken_cer(text, heard), 3),
+                            "cer_as_written": round(cer(text, heard), 3),
                             "log_mel_db": round(log_mel_distance(mine, ref), 2)})
             scores[name] = {"cer": round(float(np.mean([p["cer"] for p in per])), 3),
+                            "cer_as_written": round(float(np.mean([p["cer_as_written"] for p in per])), 3),
                             "log_mel_db": round(float(np.mean([p["log_mel_db"] for p in per])), 2),
                             "sentences": per}
     finally:
