@@ -152,7 +152,8 @@ def build_one(spec: dict[str, Any], precision: str, job: dict[str, Any]) -> dict
         if rknn.init_runtime() != 0:
             return {**result, "error": "init_runtime (simulator) failed"}
         outputs = [o.name for o in session.get_outputs()]
-        scores, values = [], {}
+        scores: list[list[dict[str, float]]] = []
+        values: dict[str, list[list[float]]] = {}
         for feed in samples:
             expected = session.run(outputs, dict(zip(names, feed, strict=True)))
             got = rknn.inference(inputs=list(feed))
