@@ -23,12 +23,13 @@ if TYPE_CHECKING:
     from models.npu import NpuScheduler
 
 DATABASE = "tingshuo.sqlite3"
+KOKORO_WINDOW = "kokoro-decoder-window-rk3576-fp16"  # as `assistant npu build` names it
 
 
 def configured_models(cfg: Config) -> list[Model]:
     """The models the current configuration uses."""
     names = ["silero-vad", cfg.asr.model, "kws-zipformer-wenetspeech-3.3M"]
-    if cfg.models.tts == "kokoro":
+    if cfg.models.tts in ("kokoro", "kokoro-rknn"):
         names += ["kokoro-v1.0-int8", "kokoro-zh-voices"]
     if cfg.models.llm == "llama":
         names.append(cfg.llm.model)
@@ -165,6 +166,15 @@ def tts(cfg: Config, assets: Assets) -> Tts:
                              noise_scale=m.noise_scale, speed=cfg.tts.speed, frames_per_token=m.frames_per_token,
                              frames_offset=m.frames_offset, espeak_lib=cfg.path(m.espeak_lib) if m.espeak_lib else None,
                              espeak_data=cfg.path(m.espeak_data) if m.espeak_data else None, add_blank=m.add_blank)
+    if cfg.models.tts == "kokoro-rknn":
+        from models.kokoro_rknn_tts import KokoroRknnTts
+
+        window = KOKORO_WINDOW
+        return KokoroRknnTts(assets.path("kokoro-v1.0-int8", "kokoro-v1.0.int8.onnx"),
+                             assets.path("kokoro-v1.0-int8", "vocab.json"),
+                             assets.path("kokoro-zh-voices", f"{cfg.tts.voice}.bin"),
+                             assets.path(window, f"{window}.rknn"), npu=npu(cfg.npu.mode),
+                             core=cfg.npu.vocoder_core, threads=cfg.tts.threads, speed=cfg.tts.speed)
     from models.kokoro_tts import KokoroTts
 
     return KokoroTts(assets.path("kokoro-v1.0-int8", "kokoro-v1.0.int8.onnx"),
@@ -186,6 +196,8 @@ def phrase_cache(cfg: Config, assets: Assets) -> PhraseCache | None:
 
     model_sha = by_name("kokoro-v1.0-int8").file("kokoro-v1.0.int8.onnx").sha256
     rendering = "voiced" if cfg.tts.voiced_only else "whole"  # the two renderings differ slightly
+    if cfg.models.tts == "kokoro-rknn":
+        rendering = "npu-windows"  # and the NPU's windows differ from both
     return PhraseCache(default_folder(), tts_key(f"{model_sha}:{rendering}", cfg.tts.voice, cfg.tts.speed))
 
 

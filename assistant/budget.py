@@ -47,7 +47,7 @@ class Item:
 def needs(cfg: Config) -> list[Item]:
     """What the configured assistant holds in memory, biggest first."""
     models = {"vad": "silero-vad", "asr": cfg.asr.model}
-    if cfg.models.tts == "kokoro":
+    if cfg.models.tts in ("kokoro", "kokoro-rknn"):
         models["tts"] = "kokoro-v1.0-int8"
     if cfg.wake.mode == "keyword" or cfg.barge_in.stop_words:
         models["kws"] = "kws-zipformer-wenetspeech-3.3M"

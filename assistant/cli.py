@@ -16,7 +16,7 @@ from pathlib import Path
 from assistant import live, logs, replay
 from assistant.audio.protocols import AudioDeviceError
 from assistant.audio.wav import BadAudioFile
-from assistant.commands import bench, doctor, jobs, models, tools, tuning
+from assistant.commands import bench, doctor, jobs, models, npu, tools, tuning
 from assistant.config import Config, ConfigError, load
 from assistant.net import ListenError
 from assistant.tools.store import StoreError
@@ -76,6 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     mp.add_argument("names", nargs="*", help="models (default: all for list/verify, the configured ones for fetch)")
     mp.add_argument("--from", dest="source", type=Path, default=None, metavar="DIR",
                     help="fetch from a local folder (a USB stick, an offline mirror) instead of the network")
+    npu.add_parsers(sub, common)
     sub.add_parser("config", parents=[common], help="print every setting with its value and meaning")
     dp = sub.add_parser("doctor", parents=[common], help="check this machine: CPU, NPU, runtimes, sound, models")
     dp.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
@@ -137,5 +138,5 @@ COMMANDS: dict[str, Callable[[Config, argparse.Namespace], int]] = {
     "run": _run, "serve": _serve, "satellite": _satellite, "replay": _replay, "vad": tuning.vad,
     "config": tuning.config, "normalize": tuning.normalize, "models": models.run, "bench": bench.command,
     "transcribe": jobs.transcribe, "say": jobs.say, "ask": jobs.ask, "file": jobs.answer_file,
-    "todos": tools.todos, "reminders": tools.reminders, "doctor": doctor.run,
+    "todos": tools.todos, "reminders": tools.reminders, "doctor": doctor.run, "npu": npu.run,
 }

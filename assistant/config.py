@@ -171,8 +171,9 @@ class ModelsConfig:
     asr: str = _opt("whisper", "Speech-recognition backend.", choices=("whisper",))
     llm: str = _opt("llama", "Language-model backend: local llama.cpp, an OpenAI-compatible server, or RKLLM on "
                     "the RK3576 NPU.", choices=("llama", "openai", "rkllm"))
-    tts: str = _opt("kokoro", "Speech-synthesis backend: Kokoro on the CPU, or Matcha + Vocos on the RK3576 NPU.",
-                    choices=("kokoro", "matcha-rknn"))
+    tts: str = _opt("kokoro", "Speech-synthesis backend: Kokoro on the CPU, Kokoro with its decoder windows on the "
+                    "RK3576 NPU (built by `assistant npu build`), or Matcha + Vocos on the NPU.",
+                    choices=("kokoro", "kokoro-rknn", "matcha-rknn"))
     sherpa_provider: str = _opt("cpu", "Where sherpa-onnx runs its models: cpu, or rknn (needs a sherpa-onnx build "
                                 "with RKNN support; otherwise the CPU, with one log line).", choices=("cpu", "rknn"))
 

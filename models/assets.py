@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO
 
 from models import files
-from models.manifest import MODELS, Model, ModelFile, by_name
+from models.manifest import MODELS, Model, ModelFile, built, by_name
 from models.protocols import ModelError
 
 ENV_DIRS = "TINGSHUO_MODELS"
@@ -55,6 +55,24 @@ class Assets:
         self.store = store or default_store()
 
     # -- finding --------------------------------------------------------------------------------
+    def built(self) -> tuple[Model, ...]:
+        """Models built here (``assistant npu build``), listed in a built.json in a folder or the store."""
+        found: dict[str, Model] = {}
+        for folder in [*self.dirs, self.store]:
+            for model in built(folder):
+                found.setdefault(model.name, model)
+        return tuple(found.values())
+
+    def model(self, name: str) -> Model:
+        """A model of the manifest, or one built here."""
+        try:
+            return by_name(name)
+        except KeyError:
+            for model in self.built():
+                if model.name == name:
+                    return model
+            raise
+
     def places(self, model: Model, f: ModelFile) -> list[Path]:
         """Where the file may already lie whole, in search order."""
         return [*(d / model.name / f.name for d in self.dirs), self.store / model.name / f.name]
@@ -78,7 +96,7 @@ class Assets:
 
     def path(self, model_name: str, file_name: str) -> Path:
         """The verified path of one file, joined from package parts into the store if need be."""
-        model = by_name(model_name)
+        model = self.model(model_name)
         f = model.file(file_name)
         for place in self.places(model, f):
             if place.is_file():

@@ -263,6 +263,24 @@ class KokoroTts:
             options.terminate = True  # a cancelled consumer must not leave the worker busy
             self._running.discard(options)
 
+    def front(self, phonemes: str) -> ks.Front:
+        """The front's output for one piece (for the NPU build and its tests)."""
+        import onnxruntime as ort
+
+        front = self._worker.call(self._run_front, phonemes, ort.RunOptions())
+        if front is None:
+            raise ModelError("tts: the front was stopped")
+        return front
+
+    def render_whole(self, front: ks.Front) -> Samples:
+        """Every frame of a piece decoded in one call: exactly what the whole export renders."""
+        import onnxruntime as ort
+
+        audio = self._worker.call(self._decode, front, 0, int(front.durations.sum()), ort.RunOptions())
+        if audio is None:
+            raise ModelError("tts: the decoder was stopped")
+        return audio
+
     def _plan(self, text: str) -> list[str]:
         return plan(text, self._phonemize)
 

@@ -4,11 +4,17 @@ A file is found, in order: in a folder of ``$TINGSHUO_MODELS`` or ``models.dirs`
 ``<folder>/<model>/<file>``), in the model store (files fetched or assembled before), inside an
 installed PyPI data package (whole, or in parts that are joined into the store), or — with
 ``assistant models fetch`` — at its official download address.
+
+Models built on this machine (``assistant npu build``: .rknn files) are not known in advance: the
+build lists them, with each file's sha256, in ``built.json`` beside them, and ``built`` reads such
+a list into ``Model`` entries that are found and verified like the others.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -170,3 +176,23 @@ def by_name(name: str) -> Model:
         if m.name == name:
             return m
     raise KeyError(name)
+
+
+BUILT_MANIFEST = "built.json"
+
+
+def built(folder: Path) -> tuple[Model, ...]:
+    """The models an ``assistant npu build`` listed in ``folder/built.json`` (none if it has no list)."""
+    try:
+        entries = json.loads((folder / BUILT_MANIFEST).read_text("utf-8"))
+    except (OSError, ValueError):
+        return ()
+    out = []
+    for e in entries if isinstance(entries, list) else []:
+        try:
+            out.append(Model(name=str(e["name"]), kind=str(e["kind"]), description=str(e["description"]),
+                             license="built here (Apache-2.0 weights)", pip=(),
+                             files=(ModelFile(str(e["file"]), str(e["sha256"]), int(e["size"])),)))
+        except (KeyError, TypeError, ValueError):
+            continue
+    return tuple(out)

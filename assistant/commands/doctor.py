@@ -241,7 +241,8 @@ def _library(name: str, path: Path, pattern: re.Pattern[bytes], needed: bool) ->
 
 
 def librknnrt(cfg: Config, env: Env) -> list[Row]:
-    return [_library("librknnrt", cfg.path(cfg.npu.rknn_runtime), RKNNRT_VERSION, cfg.models.tts == "matcha-rknn")]
+    return [_library("librknnrt", cfg.path(cfg.npu.rknn_runtime), RKNNRT_VERSION,
+                     cfg.models.tts in ("matcha-rknn", "kokoro-rknn"))]
 
 
 def librkllmrt(cfg: Config, env: Env) -> list[Row]:
@@ -270,7 +271,7 @@ def rknn_toolkit_lite2(cfg: Config, env: Env) -> list[Row]:
         return [Row("rknn-toolkit-lite2", WARN, f"no wheel for Python {env.python[0]}.{env.python[1]}: run "
                                                 "./setup.sh on the board (it uses Python 3.11; see README)")]
     wanted = base_version(library_version(p) if (p := cfg.path(cfg.npu.rknn_runtime)).is_file() else None)
-    needed = cfg.models.tts == "matcha-rknn"
+    needed = cfg.models.tts in ("matcha-rknn", "kokoro-rknn")
     return [Row("rknn-toolkit-lite2", WARN if needed else ABSENT,
                 f"not installed: pip install rknn-toolkit-lite2=={wanted or WORKED}")]
 
@@ -293,6 +294,24 @@ def rknn_versions(cfg: Config, env: Env) -> list[Row]:
     if len(set(found.values())) == 1:
         return [Row("rknn versions", OK, f"all {next(iter(found.values()))}: {listed}")]
     return [Row("rknn versions", WARN, f"mismatch: {listed}; they must be one version ({WORKED} for all worked)")]
+
+
+def rknn_toolkit2(cfg: Config, env: Env) -> list[Row]:
+    """The PC's rknn-toolkit2, in its own venv, that ``assistant npu build`` converts the models with."""
+    from assistant.commands.npu import toolkit_python
+
+    if env.machine != "x86_64":
+        return [Row("rknn-toolkit2", ABSENT, f"the NPU models are built on an x86_64 PC (this is {env.machine})")]
+    python = toolkit_python()
+    install = python.parent.parent.parent / "install.json"
+    if not python.is_file() or not install.is_file():
+        return [Row("rknn-toolkit2", ABSENT, "not installed; only `assistant npu build` needs it: "
+                    "deploy/rknn-toolkit.sh "
+                    "(its own venv, about 3 GB of downloads)")]
+    info = json.loads(install.read_text("utf-8"))
+    return [Row("rknn-toolkit2", OK, f"{info.get('rknn_toolkit2')} with torch {info.get('torch')} "
+                f"(Python {info.get('python')}) in {python.parent.parent}; its models need librknnrt and "
+                f"rknn-toolkit-lite2 {info.get('rknn_toolkit2')} on the board")]
 
 
 def sherpa_rknn(cfg: Config, env: Env) -> list[Row]:
@@ -405,7 +424,8 @@ def packages(cfg: Config, env: Env) -> list[Row]:
 CHECKS: list[tuple[str, Callable[[Config, Env], list[Row]]]] = [
     ("python", python), ("cpu", cpu), ("memory", memory), ("npu", npu), ("librknnrt", librknnrt),
     ("librkllmrt", librkllmrt), ("rknn-toolkit-lite2", rknn_toolkit_lite2), ("rknn versions", rknn_versions),
-    ("sherpa-onnx rknn", sherpa_rknn), ("sound", sound), ("models", models), ("npu models", npu_models),
+    ("rknn-toolkit2", rknn_toolkit2), ("sherpa-onnx rknn", sherpa_rknn), ("sound", sound), ("models", models),
+    ("npu models", npu_models),
     ("packages", packages),
 ]
 

@@ -9,28 +9,30 @@ from assistant.backends import assets_for, configured_models
 from assistant.config import Config
 from models import files
 from models.assets import Assets
-from models.manifest import MODELS, Model, by_name
+from models.manifest import MODELS, Model
 from models.protocols import ModelError
 
 
 def _chosen(cfg: Config, names: list[str]) -> list[Model]:
     if not names:
         return configured_models(cfg)
+    assets = assets_for(cfg)
     try:
-        return [by_name(n) for n in names]
+        return [assets.model(n) for n in names]
     except KeyError as exc:
-        known = ", ".join(m.name for m in MODELS)
+        known = ", ".join(m.name for m in (*MODELS, *assets.built()))
         raise ModelError(f"unknown model {exc.args[0]!r}; known models: {known}") from None
 
 
 def run(cfg: Config, args: argparse.Namespace) -> int:
     assets = assets_for(cfg)
     action = args.action
+    every = [*MODELS, *assets.built()]
     if action == "list":
-        return _list(assets, _chosen(cfg, args.names) if args.names else list(MODELS))
+        return _list(assets, _chosen(cfg, args.names) if args.names else every)
     if action == "verify":
         files.forget_hashes()
-        return _list(assets, _chosen(cfg, args.names) if args.names else list(MODELS), verify=True)
+        return _list(assets, _chosen(cfg, args.names) if args.names else every, verify=True)
     return _fetch(assets, _chosen(cfg, args.names), args)
 
 
