@@ -48,6 +48,7 @@ sys.path.insert(0, str(ROOT))
 
 from assistant.answer_eval import OUTCOMES, Item, Rules, classify, judge, load_questions  # noqa: E402
 from assistant.audio.wav import read_wav, resample, write_wav  # noqa: E402
+from assistant.text.cer import cer  # noqa: E402
 from benchmarks import rooms  # noqa: E402
 
 RATE = 16000
@@ -83,18 +84,6 @@ def outcome(item: Item, reply: str, rules: Rules, heard: list[str]) -> tuple[str
     if any(restates(text, first) for text in [item.ask, *heard] if text):
         problems.append("says the request back")
     return classify(reply, problems)
-
-
-def cer(ref: str, hyp: str) -> float:
-    """Character error rate over Chinese characters and digits (punctuation and spaces ignored)."""
-    keep = re.compile(r"[\u4e00-\u9fff0-9A-Za-z]")
-    r, h = keep.findall(ref), keep.findall(hyp)
-    row = list(range(len(h) + 1))
-    for i, rc in enumerate(r, 1):
-        prev, row[0] = row[0], i
-        for j, hc in enumerate(h, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (rc != hc))
-    return row[-1] / max(1, len(r))
 
 
 # -- speaking ------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from assistant.app import Parts
 from assistant.audio.wav import read_wav
 from assistant.replay import Echo, replay
 from models.assets import Assets
+from models.kokoro_tts import KokoroTts
 from models.protocols import Backends
 from models.sherpa_vad import SherpaSileroVad, silero_model_path
 from tests.doubles import ScriptedAsr, ScriptedLlm, ToneTts
@@ -81,6 +82,29 @@ def assets() -> Assets:
 def qwen_gguf(assets: Assets) -> Path:
     """The Qwen2.5-Coder-0.5B-Instruct Q4_K_M GGUF, joined by the asset manager from its PyPI parts."""
     return assets.path("qwen2.5-coder-0.5b-instruct-q4_k_m", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
+
+
+@dataclass(frozen=True)
+class KokoroFiles:
+    model: Path
+    vocab: Path
+    voice: Path
+
+
+@pytest.fixture(scope="session")
+def kokoro_files(assets) -> KokoroFiles:
+    """The model and vocab from the asset manager (joined from the PyPI parts), and one shared voice."""
+    return KokoroFiles(assets.path("kokoro-v1.0-int8", "kokoro-v1.0.int8.onnx"),
+                       assets.path("kokoro-v1.0-int8", "vocab.json"),
+                       assets.path("kokoro-zh-voices", "zf_xiaobei.bin"))
+
+
+@pytest.fixture(scope="module")
+def tts(kokoro_files: KokoroFiles) -> Iterator[KokoroTts]:
+    t = KokoroTts(kokoro_files.model, kokoro_files.vocab, kokoro_files.voice)
+    t.load()
+    yield t
+    t.close()
 
 
 @pytest.fixture

@@ -23,9 +23,9 @@ from models.kokoro_tts import SILENT, KokoroTts
 from models.npu import NpuScheduler
 from models.protocols import ModelError
 from tests.audio_metrics import log_mel_distance
+from tests.conftest import KokoroFiles
 from tests.stand_ins import rknnlite as stand_in_package
 from tests.stand_ins.rknnlite import api as stand_in
-from tests.test_kokoro_tts import KokoroFiles, kokoro_files  # noqa: F401 - the fixture
 
 WINDOW = "kokoro-decoder-window-rk3576-fp16.rknn"
 TEXT = "今天天气不错，我们去公园散步吧。"
@@ -33,7 +33,7 @@ WINDOWED_MAX_DB = 3.5  # as on onnxruntime (tests/test_kokoro_window.py): the wi
 
 
 @pytest.fixture(scope="module")
-def window_session(kokoro_files: KokoroFiles):  # noqa: F811
+def window_session(kokoro_files: KokoroFiles):
     import onnxruntime as ort
 
     return ort.InferenceSession(kg.cut(kokoro_files.model).window, providers=["CPUExecutionProvider"])
@@ -62,7 +62,7 @@ def window_file(folder: Path, frames: int = kg.WINDOW_FRAMES) -> Path:
 
 
 @pytest.fixture
-def tts(rknn: stand_in.Script, kokoro_files: KokoroFiles, tmp_path: Path) -> Iterator[KokoroRknnTts]:  # noqa: F811
+def tts(rknn: stand_in.Script, kokoro_files: KokoroFiles, tmp_path: Path) -> Iterator[KokoroRknnTts]:
     t = KokoroRknnTts(kokoro_files.model, kokoro_files.vocab, kokoro_files.voice, window_file(tmp_path),
                       npu=NpuScheduler())
     t.load()
@@ -75,7 +75,7 @@ async def collect(tts: KokoroTts, text: str) -> list[np.ndarray]:
 
 
 async def test_the_npu_windows_render_what_the_cpu_backend_does(tts: KokoroRknnTts, rknn: stand_in.Script,
-                                                                kokoro_files: KokoroFiles) -> None:  # noqa: F811
+                                                                kokoro_files: KokoroFiles) -> None:
     pieces = await collect(tts, TEXT)
     cpu = KokoroTts(kokoro_files.model, kokoro_files.vocab, kokoro_files.voice, first_frames=0)
     cpu.load()
@@ -106,7 +106,7 @@ async def test_stop_ends_the_stream_before_the_next_window(tts: KokoroRknnTts, r
     assert len(rknn.of(WINDOW, "inference")) <= 2 < needed
 
 
-def test_a_window_of_other_shapes_is_refused(rknn: stand_in.Script, kokoro_files: KokoroFiles,  # noqa: F811
+def test_a_window_of_other_shapes_is_refused(rknn: stand_in.Script, kokoro_files: KokoroFiles,
                                             tmp_path: Path) -> None:
     t = KokoroRknnTts(kokoro_files.model, kokoro_files.vocab, kokoro_files.voice, window_file(tmp_path, 32),
                       npu=NpuScheduler())
@@ -114,7 +114,7 @@ def test_a_window_of_other_shapes_is_refused(rknn: stand_in.Script, kokoro_files
         t.load()
 
 
-def test_a_missing_runtime_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, kokoro_files: KokoroFiles,  # noqa: F811
+def test_a_missing_runtime_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, kokoro_files: KokoroFiles,
                                            tmp_path: Path) -> None:
     monkeypatch.setitem(sys.modules, "rknnlite.api", None)
     t = KokoroRknnTts(kokoro_files.model, kokoro_files.vocab, kokoro_files.voice, window_file(tmp_path),

@@ -8,7 +8,6 @@ read it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -19,25 +18,16 @@ from models.kokoro_tts import KokoroTts
 from models.whisper_asr import WhisperAsr
 from tests.audio_metrics import log_mel_distance
 from tests.conftest import says
-from tests.test_kokoro_tts import KokoroFiles, kokoro_files  # noqa: F401 - the fixture
 
 SPLICED_MAX_DB = 3.0  # measured 1.1–1.7 dB on six first clauses; the first frames decoded alone: 5–7 dB
 FIRST_CLAUSES = ("今天天气不错，", "好的，我记住了。", "北京是中国的首都。", "现在是下午三点十五分。")
-
-
-@pytest.fixture(scope="module")
-def tts(kokoro_files: KokoroFiles) -> Iterator[KokoroTts]:  # noqa: F811
-    t = KokoroTts(kokoro_files.model, kokoro_files.vocab, kokoro_files.voice)
-    t.load()
-    yield t
-    t.close()
 
 
 async def pieces(tts: KokoroTts, text: str) -> list[np.ndarray]:
     return [p async for p in tts.synthesize(text)]
 
 
-def test_front_and_decoder_reproduce_the_whole_model_exactly(tts: KokoroTts, kokoro_files) -> None:  # noqa: F811
+def test_front_and_decoder_reproduce_the_whole_model_exactly(tts: KokoroTts, kokoro_files) -> None:
     import onnxruntime as ort
 
     whole = ort.InferenceSession(str(kokoro_files.model), providers=["CPUExecutionProvider"])

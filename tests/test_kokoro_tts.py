@@ -12,8 +12,6 @@ import asyncio
 import json
 import shutil
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -22,35 +20,13 @@ import pytest
 from assistant.audio.wav import resample
 from models.kokoro_tts import LETTERS, MAX_PHONEMES, KokoroTts, clauses, normalize, plan, split_long
 from models.protocols import ModelError, Samples
-from tests.conftest import SHARED
+from tests.conftest import SHARED, KokoroFiles
 
 VOICES = SHARED / "models" / "kokoro-zh-voices"
 KWS = SHARED / "models" / "kws-zipformer-wenetspeech-3.3M"
 ONE_LONG_CLAUSE = "这是一段很长的句子没有停顿也没有什么特别的意思只是为了让模型多算一会儿好让我们在它算到一半的时候叫停"
 SENTENCES = "今天天气很好，我们一起去公园散步吧。公园里有很多花，红的黄的都有。走累了，就在湖边坐一会儿。"
 
-
-@dataclass(frozen=True)
-class KokoroFiles:
-    model: Path
-    vocab: Path
-    voice: Path
-
-
-@pytest.fixture(scope="session")
-def kokoro_files(assets) -> KokoroFiles:
-    """The model and vocab from the asset manager (joined from the PyPI parts), and one shared voice."""
-    return KokoroFiles(assets.path("kokoro-v1.0-int8", "kokoro-v1.0.int8.onnx"),
-                       assets.path("kokoro-v1.0-int8", "vocab.json"),
-                       assets.path("kokoro-zh-voices", "zf_xiaobei.bin"))
-
-
-@pytest.fixture(scope="module")
-def tts(kokoro_files: KokoroFiles) -> Iterator[KokoroTts]:
-    t = KokoroTts(kokoro_files.model, kokoro_files.vocab, kokoro_files.voice)
-    t.load()
-    yield t
-    t.close()
 
 
 async def collect(tts: KokoroTts, text: str) -> list[Samples]:

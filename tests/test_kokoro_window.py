@@ -17,15 +17,14 @@ import numpy as np
 import pytest
 
 from assistant.audio.wav import resample
-from assistant.commands.npu import cer
+from assistant.text.cer import cer
 from models import kokoro_graph as kg
 from models import kokoro_split as ks
 from models import kokoro_window as kw
 from models.kokoro_tts import KokoroTts
 from models.whisper_asr import WhisperAsr
 from tests.audio_metrics import log_mel_distance
-from tests.conftest import says
-from tests.test_kokoro_tts import KokoroFiles, kokoro_files  # noqa: F401 - the fixture
+from tests.conftest import KokoroFiles, says
 
 # Measured 2.8 dB on two sentences (windows of 64 frames, 12 of context, 12 of overlap); of that,
 # 0.8 dB is the int8 export against its dequantized fp32 weights, the rest is the windows' own time
@@ -101,15 +100,7 @@ class Decoder:
 
 
 @pytest.fixture(scope="module")
-def tts(kokoro_files: KokoroFiles) -> Iterator[KokoroTts]:  # noqa: F811
-    t = KokoroTts(kokoro_files.model, kokoro_files.vocab, kokoro_files.voice)
-    t.load()
-    yield t
-    t.close()
-
-
-@pytest.fixture(scope="module")
-def decoder(kokoro_files: KokoroFiles) -> Decoder:  # noqa: F811
+def decoder(kokoro_files: KokoroFiles) -> Decoder:
     import onnxruntime as ort
 
     parts = kg.cut(kokoro_files.model)

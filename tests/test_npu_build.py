@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from assistant.commands.npu import cer, spoken_cer, toolkit_python
+from assistant.commands.npu import spoken_cer, toolkit_python
+from assistant.text.cer import cer
 from models.assets import Assets
 from models.files import sha256
 from models.manifest import BUILT_MANIFEST, built

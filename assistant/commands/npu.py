@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -36,6 +35,7 @@ from assistant.audio.metrics import log_mel_distance
 from assistant.audio.wav import read_wav, resample
 from assistant.backends import assets_for
 from assistant.config import Config
+from assistant.text.cer import cer
 from models.assets import Assets
 from models.protocols import ModelError
 
@@ -320,18 +320,6 @@ def _prepare_silero(assets: Assets, work: Path) -> dict[str, Any]:
             "samples": str(_save(work / "silero-samples.npz", feeds)),
             "sequence": {"chunks": str(sequence), "input": "input", "state": "state", "next_state": "stateN",
                          "output": "output", "state_shape": [2, 1, 128], "threshold": 0.5}}
-
-
-def cer(reference: str, hypothesis: str) -> float:
-    """Character error rate over Chinese characters, letters and digits (punctuation ignored)."""
-    keep = re.compile(r"[\u4e00-\u9fff0-9A-Za-z]")
-    r, h = keep.findall(reference), keep.findall(hypothesis)
-    row = list(range(len(h) + 1))
-    for i, rc in enumerate(r, 1):
-        prev, row[0] = row[0], i
-        for j, hc in enumerate(h, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (rc != hc))
-    return row[-1] / max(1, len(r))
 
 
 def spoken_cer(reference: str, heard: str) -> float:
