@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from assistant.audio.metrics import log_mel_distance
 from models import kokoro_graph as kg
 from models import kokoro_split as ks
 from models import kokoro_window as kw
@@ -22,7 +23,6 @@ from models.kokoro_rknn_tts import KokoroRknnTts
 from models.kokoro_tts import SILENT, KokoroTts
 from models.npu import NpuScheduler
 from models.protocols import ModelError
-from tests.audio_metrics import log_mel_distance
 from tests.conftest import KokoroFiles
 from tests.stand_ins import rknnlite as stand_in_package
 from tests.stand_ins.rknnlite import api as stand_in

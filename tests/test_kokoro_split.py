@@ -1,7 +1,7 @@
 """Kokoro in two parts: only the voiced frames rendered, the first piece spoken early and spliced.
 
 The real model, real text. The spliced audio is compared with the rendering of the same frames in
-one call (log-mel distance over the loud frames, ``tests/audio_metrics.py``), and Whisper must still
+one call (log-mel distance over the loud frames, ``assistant/audio/metrics.py``), and Whisper must still
 read it.
 """
 
@@ -12,11 +12,11 @@ import asyncio
 import numpy as np
 import pytest
 
+from assistant.audio.metrics import log_mel_distance
 from assistant.audio.wav import resample
 from models import kokoro_split as ks
 from models.kokoro_tts import KokoroTts
 from models.whisper_asr import WhisperAsr
-from tests.audio_metrics import log_mel_distance
 from tests.conftest import says
 
 SPLICED_MAX_DB = 3.0  # measured 1.1–1.7 dB on six first clauses; the first frames decoded alone: 5–7 dB

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from assistant.audio.metrics import log_mel_distance
 from assistant.audio.wav import resample
 from assistant.text.cer import cer
 from models import kokoro_graph as kg
@@ -23,7 +24,6 @@ from models import kokoro_split as ks
 from models import kokoro_window as kw
 from models.kokoro_tts import KokoroTts
 from models.whisper_asr import WhisperAsr
-from tests.audio_metrics import log_mel_distance
 from tests.conftest import KokoroFiles, says
 
 # Measured 2.8 dB on two sentences (windows of 64 frames, 12 of context, 12 of overlap); of that,
