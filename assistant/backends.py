@@ -7,6 +7,7 @@ Backend modules are imported here, when chosen, so a command never loads a runti
 from __future__ import annotations
 
 import functools
+import importlib.util
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -98,8 +99,12 @@ def asr(cfg: Config, assets: Assets) -> Asr:
 
 
 def rescorer(cfg: Config, assets: Assets) -> Rescorer | None:
-    """The language model that weighs Whisper's hypotheses again, if one is configured (and beam search is on)."""
+    """The language model that weighs Whisper's hypotheses again, if one is configured (and beam search
+    is on) and llama.cpp is installed: a board runs its LLM on RKLLM and has none, and there Whisper's
+    first hypothesis is the transcript, as with ``asr.rescore = ""``."""
     if not cfg.asr.rescore or cfg.asr.beam_size < 2:
+        return None
+    if importlib.util.find_spec("llama_cpp") is None:
         return None
     from models.llama_scorer import LlamaScorer
 

@@ -124,6 +124,16 @@ def test_a_long_first_hypothesis_is_kept_unweighed() -> None:
     assert weighing.asked == []
 
 
+def test_without_llama_cpp_whisper_keeps_its_first_hypothesis(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a board runs its LLM on RKLLM: no llama-cpp-python there, and `assistant transcribe` must still work
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "llama_cpp" else real_find_spec(name, *a))
+    assert backends.asr(make_config(), Assets([SHARED / "models"])).rescorer is None
+
+
 def test_the_configuration_builds_the_rescorer_only_where_it_can_work() -> None:
     assets = Assets([SHARED / "models"])
     assert backends.asr(make_config(), assets).rescorer is not None  # the default: beam 5, the 0.5B
