@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prove the board install on an emulated RK3576 board: Debian 13 arm64 under qemu-user, on any x86 host.
 #
-#   sudo deploy/emulated-board.sh [root|install|run|all]     (default: all)
+#   sudo deploy/emulated-board.sh [root|install|run|all|clean]     (default: all)
 #
 # root     debootstrap Debian 13 "trixie" arm64 into $TINGSHUO_BOARD_ROOT (~/.cache/tingshuo/board-root),
 #          from the Debian mirror this host's apt uses (or $TINGSHUO_DEBIAN_MIRROR); reused when present
@@ -10,6 +10,7 @@
 #          detected from an RK3576's cpuinfo and device tree, laid in the root)
 # run      inside the board: `assistant doctor`, then the CPU path: transcribe a real recording and
 #          say a sentence to a file
+# clean    remove the root, unmounting first whatever an interrupted run left mounted in it
 #
 # Each phase prints its time. What this covers: Debian 13's packages and Python, the aarch64 wheels,
 # the board's branch of setup.sh and the CPU models on an aarch64 Python. What it cannot: the NPU,
@@ -49,11 +50,27 @@ interpreter() {  # the path binfmt_misc runs aarch64 programs with, which must a
     sed -n 's/^interpreter //p' /proc/sys/fs/binfmt_misc/qemu-aarch64
 }
 
+# An interrupted run can leave mounts in a root: the second stage's proc and sys, or this script's
+# bind of the host's /dev. They are unmounted (deepest first) before the root is removed, and the
+# removal never crosses into another file system, so it cannot reach the host's /dev or /proc.
+release() {  # release DIR: unmount everything mounted at or under DIR
+    local dir m
+    dir=$(realpath -m "$1")
+    for m in $(awk -v d="$dir" '$2 == d || index($2, d "/") == 1 {print $2}' /proc/mounts | sort -r); do
+        umount "$m" 2>/dev/null || umount -l "$m" || die "cannot unmount $m, left by an interrupted run"
+    done
+}
+remove_root() {  # remove_root DIR
+    [ -e "$1" ] || return 0
+    release "$1"
+    rm -rf --one-file-system "$1"
+}
+
 make_root() {
     [ -e "$root/.tingshuo-root-ok" ] && { echo "emulated-board: reusing $root"; return 0; }
     local mirror=${TINGSHUO_DEBIAN_MIRROR:-$(debian_mirror)}
     [ -n "$mirror" ] || die "no Debian mirror in this host's apt sources: set TINGSHUO_DEBIAN_MIRROR"
-    rm -rf "$root.tmp" && mkdir -p "$root.tmp"
+    remove_root "$root.tmp" && mkdir -p "$root.tmp"
     echo "emulated-board: debootstrap $suite arm64 into $root (first stage)"
     debootstrap --foreign --arch=arm64 --variant=minbase --include=ca-certificates,python3 \
         "$suite" "$root.tmp" "$mirror" >"$root.tmp.log" 2>&1 || die "debootstrap failed; see $root.tmp.log"
@@ -65,7 +82,8 @@ make_root() {
     chroot "$root.tmp" /debootstrap/debootstrap --second-stage >>"$root.tmp.log" 2>&1 ||
         die "debootstrap's second stage failed; see $root.tmp/debootstrap/debootstrap.log"
     touch "$root.tmp/.tingshuo-root-ok"
-    rm -rf "$root" && mv "$root.tmp" "$root"
+    release "$root.tmp"
+    remove_root "$root" && mv "$root.tmp" "$root"
 }
 
 mounts=()
@@ -134,13 +152,19 @@ run_jobs() {
         ".venv/bin/assistant say '你好，我是听说。' -o /tmp/said.wav $quiet && ls -l /tmp/said.wav"
 }
 
+if [ "$phase" = clean ]; then
+    [ "$(id -u)" -eq 0 ] || die "needs root (the root's files and mounts are root's)"
+    remove_root "$root.tmp" && remove_root "$root"
+    echo "emulated-board: removed $root"
+    exit 0
+fi
 check_host
 case $phase in
     root) timed "debootstrap" make_root ;;
     install) mount_board; install ;;
     run) mount_board; run_jobs ;;
     all) timed "debootstrap" make_root; mount_board; install; run_jobs ;;
-    *) die "unknown phase $phase (root, install, run or all)" ;;
+    *) die "unknown phase $phase (root, install, run, all or clean)" ;;
 esac
 echo "emulated-board: times"
 printf '  %s\n' "${times[@]}"

@@ -206,6 +206,29 @@ def test_the_vad_loads_from_the_silero_vad_wheels_file():
     assert max(quiet) < 0.1 and max(speech) > 0.9
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts need root")
+def test_removing_a_root_an_interrupted_run_left_mounted_never_reaches_the_host(tmp_path):
+    # a run killed mid-way leaves the host's /dev bound into the root (and the second stage's proc):
+    # removing the root must unmount them first, not delete through them
+    host = tmp_path / "host-dev"
+    host.mkdir()
+    (host / "null").write_text("the host's")
+    root = tmp_path / "board-root"
+    (root / "dev").mkdir(parents=True)
+    (root / "etc").mkdir()
+    (root / "etc" / "os-release").write_text("trixie")
+    subprocess.run(["mount", "--bind", str(host), str(root / "dev")], check=True)
+    try:
+        out = subprocess.run(["bash", str(ROOT / "deploy" / "emulated-board.sh"), "clean"], capture_output=True,
+                             text=True, timeout=60, check=False, env={**os.environ, "TINGSHUO_BOARD_ROOT": str(root)})
+    finally:
+        if os.path.ismount(root / "dev"):
+            subprocess.run(["umount", str(root / "dev")], check=True)
+    assert out.returncode == 0, out.stderr
+    assert (host / "null").read_text() == "the host's"  # the bound directory's files are untouched
+    assert not root.exists()
+
+
 # -- the whole install, on an emulated board ----------------------------------------------------------------
 @pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("TINGSHUO_BOARD_EMULATION") != "1",
