@@ -5,11 +5,14 @@ hands-free session, ``assistant ask`` and ``file``, and the answer evaluation �
 apart: near-miss command words are corrected by pinyin, the router names an intent the tools
 answer (time, sums, timers, todos, the device, and the honest limits: no network, no connected
 devices, who the assistant is), "再说一遍" repeats the last reply, and everything else goes to the
-LLM, whose stream the reply guard filters before anything is spoken.
+LLM, whose stream the reply guard filters before anything is spoken — unless the ASR's rescoring
+model found the transcript too unlikely as Mandarin (``min_char_logprob``): then it is asked again,
+since an LLM answers whatever it is given (正教是什么颜色的 → 正教的颜色是红色).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("respond")
 
 NOTHING_TO_REPEAT = "我刚才还没说什么。"
+NOT_HEARD = "没听清，请再说一遍。"
 SAY_AGAIN = "好的，请再说一遍。"
 
 
@@ -51,7 +55,8 @@ def for_config(cfg: Config, llm: Llm | None, tools: Tools | None,
     guard = GuardOptions(soft_chars=cfg.llm.reply_soft_chars, max_chars=cfg.llm.reply_max_chars,
                          min_confidence=cfg.llm.min_confidence)
     return Responder(llm, tools, hotwords=hotwords_for(cfg), tool_calls=cfg.llm.tool_calls, guard=guard, now=now,
-                     home=home.from_config(cfg), conversation_s=cfg.llm.conversation_s)
+                     home=home.from_config(cfg), conversation_s=cfg.llm.conversation_s,
+                     min_char_logprob=cfg.asr.min_char_logprob)
 
 
 def hotwords_for(cfg: Config) -> HotwordCorrector | None:
@@ -67,7 +72,8 @@ class Responder:
     def __init__(self, llm: Llm | None, tools: Tools | None, *, hotwords: HotwordCorrector | None = None,
                  tool_calls: bool = False, guard: GuardOptions | None = None,
                  now: Callable[[], datetime] | None = None, honest_limits: bool = True,
-                 guarded: bool = True, home: HomeAssistant | None = None, conversation_s: float = 8.0) -> None:
+                 guarded: bool = True, home: HomeAssistant | None = None, conversation_s: float = 8.0,
+                 min_char_logprob: float = -math.inf) -> None:
         self.llm = llm
         self.home = home  # device commands go to it, when there is one
         self.honest_limits = honest_limits
@@ -81,10 +87,12 @@ class Responder:
         self.conversation_s = conversation_s
         self.reply_ended: datetime | None = None  # when the last reply was heard to its end (or cut)
         self.pending: str | None = None  # a request asked back (你是说…吗？), for a 是的 / 不是 to settle
+        self.min_char_logprob = min_char_logprob  # a transcript less likely than this is not the LLM's
 
-    def answer(self, text: str, *, spoken_s: float = 0.0) -> Answer:
-        """Decide who answers ``text``, a request that took ``spoken_s`` seconds to say. A tool's
-        answer is computed (and saved) here, before it is spoken."""
+    def answer(self, text: str, *, spoken_s: float = 0.0, char_logprob: float | None = None) -> Answer:
+        """Decide who answers ``text``, a request that took ``spoken_s`` seconds to say, whose transcript
+        the ASR's rescoring model found ``char_logprob`` likely (per character; None: not weighed, as
+        typed text). A tool's answer is computed (and saved) here, before it is spoken."""
         if not self._scope(spoken_s):
             self.pending = None  # a confirmation question is answered in its conversation, or never
         settled = self._settle(text)
@@ -95,7 +103,14 @@ class Responder:
             self.pending = meant
             log.info("a doubtful command: asking back", heard=text, meant=meant)
             return Answer(FixedText(f"你是说“{meant}”吗？"), text, "confirm")
-        return self._local(text) or Answer(self._llm(self._need_llm()), text, None)
+        local = self._local(text)
+        if local is not None:
+            return local
+        if char_logprob is not None and char_logprob < self.min_char_logprob:
+            log.info("a transcript too unlikely to answer: asking again", heard=text,
+                     char_logprob=round(char_logprob, 2))
+            return Answer(FixedText(NOT_HEARD), text, "unclear")
+        return Answer(self._llm(self._need_llm()), text, None)
 
     def warm(self, text: str) -> None:
         """``text`` is likely the request (a speculative transcript): if only the LLM would answer it,

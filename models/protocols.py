@@ -88,6 +88,20 @@ class Asr(Protocol):
         ...
 
 
+@runtime_checkable
+class Weighing(Protocol):
+    """An ASR whose rescoring model can say how likely a transcript is as Mandarin."""
+
+    async def char_logprob(self, text: str) -> float | None:
+        """The model's mean log-probability per character of ``text``; None where it cannot weigh it."""
+        ...
+
+
+async def char_logprob(asr: Asr, text: str) -> float | None:
+    """How likely ``asr``'s rescoring model finds ``text`` (``Weighing``), or None when it has none."""
+    return await asr.char_logprob(text) if isinstance(asr, Weighing) else None
+
+
 class Rescorer(Protocol):
     """A language model weighing an ASR's hypotheses: how likely each sentence is. Loaded, used and
     closed on the ASR's own worker thread."""

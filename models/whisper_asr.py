@@ -20,6 +20,12 @@ faster-whisper's first.) A transcript Whisper itself doubts — mean token log-p
 ``min_avg_logprob``, or a no-speech probability above ``max_no_speech_prob`` — is returned empty,
 so the assistant asks again instead of answering something that was not said.
 
+``char_logprob(text)`` says how likely the rescoring model finds a transcript as Mandarin: its mean
+log-probability per character. Near-misses Whisper is sure of read as nonsense to it (正教是什么颜色的,
+胎红又几种颜色: below −4 a character, where the requests heard right are above it), so the
+responder asks again rather than have the LLM answer words nobody said. The last transcription's
+hypotheses were weighed already; only a text it did not weigh costs a forward pass.
+
 The encoder window is sized to the utterance: faster-whisper always pads the features to Whisper's
 30 s (3000 frames), but CTranslate2's encoder takes fewer frames, and a request of a few seconds
 needs far less work. ``window_s`` is the smallest window; a longer utterance gets itself plus
@@ -30,6 +36,7 @@ decoder): a dropped speculative transcription frees the worker for the final one
 
 from __future__ import annotations
 
+import math
 import threading
 import zlib
 from collections.abc import Callable
@@ -87,6 +94,7 @@ class WhisperAsr:
         self.n_best = n_best
         self.rescore_weight = rescore_weight
         self.last_scores: tuple[float, float] | None = None  # (mean log-prob, no-speech prob) of the last run
+        self._weighed: dict[str, float] = {}  # the rescorer's summed log-prob of each text it weighed last
         self._worker = Worker("asr")
         self._model: Any = None
         self._t2s: Any = None
@@ -135,6 +143,24 @@ class WhisperAsr:
         for stop in list(self._running):
             stop.set()
 
+    async def char_logprob(self, text: str) -> float | None:
+        """The rescoring model's mean log-probability per character of ``text`` (letters and digits),
+        or None without a rescorer, for an empty text, or one longer than the rescoring weighs."""
+        if self.rescorer is None or self._t2s is None:
+            return None
+        content = _content(self._t2s.convert(text))
+        if not content or len(content) > RESCORED_CHARS:
+            return None
+        summed = await self._worker.run(self._weighed_once, content)
+        return summed / len(content) if summed > -math.inf else None
+
+    def _weighed_once(self, content: str) -> float:
+        """``content``'s summed log-probability, from the last weighing when it was among its texts."""
+        if content not in self._weighed:
+            assert self.rescorer is not None
+            self._weighed[content] = self.rescorer.logprobs([content])[0]
+        return self._weighed[content]
+
     async def transcribe(self, samples: Samples) -> str:
         stop = threading.Event()
         self._running.add(stop)
@@ -148,6 +174,7 @@ class WhisperAsr:
         if self._model is None:
             raise ModelError("asr: used before load()")
         seconds = len(samples) / self.sample_rate
+        self._weighed = {}
         biased = self.likely_command is None  # the hot words from the start
         try:
             if self.window_s >= FULL_WINDOW_S or seconds + WINDOW_MARGIN_S >= FULL_WINDOW_S:
@@ -228,7 +255,7 @@ class WhisperAsr:
         found = [(self._tokenizer.decode(tokens).strip(), score * len(tokens), len(tokens))
                  for tokens, score in zip(result.sequences_ids, result.scores, strict=True)]
         rescorer = self.rescorer
-        text, summed, length = (rescored(found, rescorer, self.rescore_weight, self._t2s.convert)
+        text, summed, length = (rescored(found, rescorer, self.rescore_weight, self._t2s.convert, self._weighed)
                                 if rescorer and len(found) > 1 else found[0])
         return text, summed / (length + 1), result.no_speech_prob  # faster-whisper's avg_logprob
 
@@ -264,14 +291,15 @@ Hypothesis = tuple[str, float, int]  # text, Whisper's summed log-probability, t
 
 
 def rescored(found: list[Hypothesis], rescorer: Rescorer, weight: float,
-             simplified: Callable[[str], str]) -> Hypothesis:
+             simplified: Callable[[str], str], weighed: dict[str, float] | None = None) -> Hypothesis:
     """The hypothesis Whisper and the language model together find likeliest (Whisper's summed
     log-prob + ``weight`` × the model's). Weighed are the readings of Whisper's first hypothesis:
     those of about its length (within ``LENGTH_SLACK``, at least a character), since a summed
     log-probability favours a hypothesis that stops early (将溃疡两周以上都应该及时就医… cut to its
     first half); those that differ only in punctuation, or in Traditional against Simplified
     characters, are weighed once, as the first of them. A first hypothesis longer than
-    ``RESCORED_CHARS`` is kept as it is: the weighing costs time by the token, and requests are short."""
+    ``RESCORED_CHARS`` is kept as it is: the weighing costs time by the token, and requests are short.
+    ``weighed`` is given each weighed text's (its letters and digits) log-probability."""
     first = _content(simplified(found[0][0]))
     if not first or len(first) > RESCORED_CHARS:
         return found[0]
@@ -284,6 +312,8 @@ def rescored(found: list[Hypothesis], rescorer: Rescorer, weight: float,
     if len(distinct) < 2:
         return found[0]
     lm = rescorer.logprobs(list(distinct))
+    if weighed is not None:
+        weighed.update(zip(distinct, lm, strict=True))
     best = max(zip(distinct.values(), lm, strict=True), key=lambda pair: pair[0][1] + weight * pair[1])[0]
     if best is not found[0]:
         log.info("transcript rescored", whisper=found[0][0], now=best[0])

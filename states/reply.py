@@ -22,9 +22,11 @@ from assistant.audio.protocols import Samples
 from assistant.audio.wav import resample
 from assistant.events import Error, PlaybackFinished, ToolAnswered, Transcript
 from assistant.pipeline import FixedText, PipelineOptions, Recording, SpeechPipeline
+from assistant.respond import NOT_HEARD
 from assistant.tasks import TaskScope
 from assistant.text.echo_match import syllables
 from assistant.worker.process import APOLOGY, WorkerLost
+from models.protocols import char_logprob
 
 if TYPE_CHECKING:
     from models.protocols import Llm, Tts
@@ -33,7 +35,6 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("reply")
 
-NOT_HEARD = "没听清，请再说一遍。"
 UNHEARD_MIN_S = 0.8  # a shorter utterance with no words in it was most likely a noise: no answer
 
 
@@ -83,7 +84,8 @@ class Reply:
                 return
             self.stage = "tool"
             spoken_s = len(utterance) / s.cfg.audio.sample_rate
-            answer = s.responder.answer(text, spoken_s=spoken_s)  # a tool's answer is computed and saved here
+            likely = await char_logprob(s.models.asr, text)
+            answer = s.responder.answer(text, spoken_s=spoken_s, char_logprob=likely)  # a tool's answer is saved here
             if answer.intent is not None:
                 s.bus.publish(ToolAnswered(intent=answer.intent))
             self.stage = "reply"

@@ -51,6 +51,19 @@ class ScriptedAsr:
         return self._last_text
 
 
+class WeighingAsr(ScriptedAsr):
+    """A ``ScriptedAsr`` with a rescoring model's likelihood per character for some texts (``Weighing``)."""
+
+    def __init__(self, *texts: str, likely: dict[str, float]) -> None:
+        super().__init__(*texts)
+        self.likely = likely
+        self.weighed: list[str] = []
+
+    async def char_logprob(self, text: str) -> float | None:
+        self.weighed.append(text)
+        return self.likely.get(text)
+
+
 class ScriptedLlm:
     """Streams scripted replies a few characters at a time; ``hang`` never answers."""
 

@@ -51,6 +51,19 @@ def test_scores_do_not_depend_on_what_was_scored_before(scorer: LlamaScorer) -> 
     assert all(v < 0 for v in forward)
 
 
+def test_near_misses_read_as_nonsense_a_character_at_a_time(scorer: LlamaScorer) -> None:
+    # what Whisper base heard of spoken requests in a room (benchmarks/spoken.py), against requests heard
+    # right: the per-character log-probability parts them at the default asr.min_char_logprob (-5),
+    # each more than a nat a character away from it (llama.cpp's rounding is hundredths)
+    right = ["今天是星期几", "北京是哪个国家的首都", "给我讲个故事吧", "周末去哪里玩比较好", "我今天有点累"]
+    garbled = ["把空桥叫造26度", "等摩环铁紧张", "玩掉客厅的动", "包个季节醉肉", "太红又极重颜色"]
+    per_char = dict(zip(right + garbled, (lp / len(t) for lp, t in zip(scorer.logprobs(right + garbled),
+                                                                          right + garbled, strict=True)),
+                        strict=True))
+    assert all(per_char[t] > -4.0 for t in right), per_char
+    assert all(per_char[t] < -6.0 for t in garbled), per_char
+
+
 def test_a_text_too_long_to_weigh_scores_minus_infinity(scorer: LlamaScorer) -> None:
     assert scorer.logprobs(["好" * 400]) == [-math.inf]
 
@@ -78,6 +91,22 @@ class Weighing:
     def logprobs(self, texts: Sequence[str]) -> list[float]:
         self.asked.append(list(texts))
         return [self.scores[t] for t in texts]
+
+
+class Counting:
+    """A real scorer, counting the calls made of it."""
+
+    def __init__(self, scorer: LlamaScorer) -> None:
+        self.scorer = scorer
+        self.calls = 0
+
+    def load(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def logprobs(self, texts: Sequence[str]) -> list[float]:
+        self.calls += 1
+        return self.scorer.logprobs(texts)
 
 
 def hypotheses_chosen(weighing: Weighing, found: list[Hypothesis], weight: float = 0.3) -> str:
@@ -158,6 +187,13 @@ async def test_a_real_clip_is_heard_right_once_its_hypotheses_are_weighed(scorer
     try:
         before = await plain.transcribe(audio)
         after = await weighed.transcribe(audio)
+        counting = Counting(scorer)
+        weighed.rescorer = counting
+        likely = await weighed.char_logprob(after)  # weighed with the hypotheses already: no model call
+        assert counting.calls == 0 and likely is not None and -5.0 < likely < 0
+        other = await weighed.char_logprob("天家带伴给花椒水")  # not among them: one forward pass
+        assert counting.calls == 1 and other is not None and other < likely
+        assert await weighed.char_logprob("") is None and await weighed.char_logprob("好" * 61) is None
     finally:
         weighed.rescorer = None  # the fixture closes its own scorer
         plain.close()

@@ -64,6 +64,9 @@ async def test_the_models_answer_across_the_process_boundary(worker: InferencePr
     assert worker.pid != os.getpid() and (asr.sample_rate, tts.sample_rate) == (16000, 24000)
     heard = await asr.transcribe(real("ask_who_are_you.wav"))
     assert says(heard, "名字"), heard
+    likely = await asr.char_logprob(heard)  # the worker's rescoring model weighed it with the hypotheses
+    assert likely is not None and -5.0 < likely < 0, likely
+    assert await asr.char_logprob("") is None
     reply = "".join([piece async for piece in llm.reply("你好")])
     assert reply.strip()
     assert llm.history.exchanges == [("你好", reply)]  # the conversation is kept on this side

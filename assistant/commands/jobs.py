@@ -21,6 +21,7 @@ from assistant.audio.protocols import AudioSink, Samples
 from assistant.audio.wav import WavFileSink, read_wav, resample, write_wav
 from assistant.config import Config
 from assistant.respond import Responder
+from models.protocols import char_logprob
 
 
 def transcribe(cfg: Config, args: argparse.Namespace) -> int:
@@ -65,7 +66,8 @@ def answer_file(cfg: Config, args: argparse.Namespace) -> int:
         if not text:
             print("(nothing was heard in the recording)", file=sys.stderr)
             return 1
-        answer = _responder(parts).answer(text)
+        likely = asyncio.run(char_logprob(parts.asr, text))
+        answer = _responder(parts).answer(text, char_logprob=likely)
         asyncio.run(_answer(parts, answer.source, answer.text, sink, args.output))
     return 0
 

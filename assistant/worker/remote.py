@@ -50,6 +50,11 @@ class RemoteAsr(_Audio):
         text: str = await self.worker.call("asr", "transcribe", samples)
         return text
 
+    async def char_logprob(self, text: str) -> float | None:
+        """The worker's ASR's ``Weighing`` (None where it has no rescoring model)."""
+        value: float | None = await self.worker.call("asr", "char_logprob", text)
+        return value
+
 
 class RemoteLlm(_Remote):
     kind = "llm"
