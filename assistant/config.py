@@ -326,6 +326,8 @@ class WorkerConfig:
     restart_backoff_s: float = _opt(1.0, "Wait before restarting a lost worker; doubled for each loss in a row.",
                                     lo=0.0, hi=60.0)
     restart_backoff_max_s: float = _opt(30.0, "Longest wait before a restart.", lo=1.0, hi=600.0)
+    restart_wait_s: float = _opt(60.0, "A request made while the worker restarts waits this long for it, and is "
+                                       "answered then; after that it gets the apology.", lo=0.0, hi=600.0)
     slow_turn_s: float = _opt(5.0, "A turn whose first reply sample comes this long after the end of speech is "
                                    "slow.", lo=0.5, hi=120.0)
     slow_turns: int = _opt(3, "Restart the worker after this many slow turns in a row (0: never).", lo=0, hi=100)

@@ -5,8 +5,10 @@ is shared) and waits until it has loaded its models. Calls go out over one pipe;
 hands each answer to its call. If the worker dies (the pipe ends) or a call gets no answer for
 ``call_timeout_s`` (the worker is then killed), every call in flight fails with ``WorkerLost``, the
 session is told (``worker_lost``), and a new worker is started after a back-off that doubles on
-each failure in a row (``worker_restarted`` once it answers). While there is none, calls fail at
-once, except in lockstep replay, where compute takes no session time: they wait for the new one.
+each failure in a row (``worker_restarted`` once it answers). While there is none, a call waits for
+the new one up to ``restart_wait_s`` (a request spoken during a restart is answered when the worker
+is back, not dropped), then fails; in lockstep replay, where compute takes no session time, it waits
+for the new one whatever that takes.
 
 Barge-in stays prompt across the boundary: ``stop(kind)`` is read and run by the worker at once,
 and a cancelled call tells the worker to cancel it, which stops the backend in flight.
@@ -45,6 +47,7 @@ APOLOGY = "我刚才走神了，请再说一遍。"
 HEALTHY_S = 60.0  # a worker that lived this long resets the back-off
 EXIT_WAIT_S = 5.0
 LOAD_TIMEOUT_S = 600.0  # the largest models load in well under a minute
+RESTART_POLL_S = 0.05  # how often a call waiting for a restarting worker looks again
 
 
 class WorkerLost(ModelError):
@@ -104,6 +107,7 @@ class InferenceProcess:
         self.cfg = cfg
         w = cfg.worker
         self.call_timeout_s = w.call_timeout_s
+        self.restart_wait_s = w.restart_wait_s
         self.backoff_s, self.backoff_max_s = w.restart_backoff_s, w.restart_backoff_max_s
         self.cores = CoreGate(free=SPAWN.Event()) if cfg.tts.llm_waits != "never" else None
         self.rates: dict[str, int] = {}
@@ -264,8 +268,11 @@ class InferenceProcess:
         self.send(("stop", kind))
 
     async def _open(self, kind: str, method: str, args: tuple[Any, ...]) -> _Call:
-        if not self._up.is_set() and LOCKSTEP.get() and not self._closing:
-            self._up.wait(LOAD_TIMEOUT_S)  # deliberate: in lockstep a restart takes no session time either
+        if not self._up.is_set() and not self._closing:
+            if LOCKSTEP.get():
+                self._up.wait(LOAD_TIMEOUT_S)  # deliberate: in lockstep a restart takes no session time either
+            else:
+                await self._back_up(f"{kind}.{method}")
         link = self._link
         if link is None or not self._up.is_set():
             raise WorkerLost("the worker is restarting")
@@ -273,6 +280,15 @@ class InferenceProcess:
         self._calls[call.id] = call
         link.send(("call", call.id, kind, method, args))
         return call
+
+    async def _back_up(self, what: str) -> None:
+        """Wait (cancellably) for a restarting worker to answer again, up to ``restart_wait_s``."""
+        log.info("waiting for the worker to restart", call=what, up_to_s=self.restart_wait_s)
+        deadline = time.monotonic() + self.restart_wait_s
+        # polled: the flag is a threading.Event the restart thread sets, and a thread blocked on it
+        # would hold up the loop's executor at exit
+        while not self._up.is_set() and not self._closing and time.monotonic() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(RESTART_POLL_S)
 
     async def _answer(self, call: _Call, what: str) -> tuple[Any, ...]:
         """The call's next answer; a worker silent for ``call_timeout_s`` is killed as hung."""
