@@ -7,7 +7,8 @@ answer (time, sums, timers, todos, the device, and the honest limits: no network
 devices, who the assistant is), "再说一遍" repeats the last reply, and everything else goes to the
 LLM, whose stream the reply guard filters before anything is spoken — unless the ASR's rescoring
 model found the transcript too unlikely as Mandarin (``min_char_logprob``): then it is asked again,
-since an LLM answers whatever it is given (正教是什么颜色的 → 正教的颜色是红色).
+since an LLM answers whatever it is given (正教是什么颜色的 → 正教的颜色是红色); said again at once the
+same way, it is answered.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from assistant.pipeline import FixedText
+from assistant.text.cer import cer
 from assistant.text.guard import ClauseGuard, GuardOptions
 from models.protocols import scored_reply
 
@@ -35,6 +37,10 @@ log = structlog.get_logger("respond")
 
 NOTHING_TO_REPEAT = "我刚才还没说什么。"
 NOT_HEARD = "没听清，请再说一遍。"
+# A doubted transcript heard again this close (character error rate against the first) is taken as
+# meant: the words are rare (宫保鸡丁辣不辣 reads as unlikely as many near-misses), not misheard, and
+# asking again would never end; a mishearing seldom comes out the same twice.
+SAME_REQUEST_CER = 0.25
 SAY_AGAIN = "好的，请再说一遍。"
 
 
@@ -88,13 +94,16 @@ class Responder:
         self.reply_ended: datetime | None = None  # when the last reply was heard to its end (or cut)
         self.pending: str | None = None  # a request asked back (你是说…吗？), for a 是的 / 不是 to settle
         self.min_char_logprob = min_char_logprob  # a transcript less likely than this is not the LLM's
+        self.doubted: str | None = None  # the last transcript asked again for that, for its repetition
 
     def answer(self, text: str, *, spoken_s: float = 0.0, char_logprob: float | None = None) -> Answer:
         """Decide who answers ``text``, a request that took ``spoken_s`` seconds to say, whose transcript
         the ASR's rescoring model found ``char_logprob`` likely (per character; None: not weighed, as
         typed text). A tool's answer is computed (and saved) here, before it is spoken."""
+        doubted, self.doubted = self.doubted, None
         if not self._scope(spoken_s):
             self.pending = None  # a confirmation question is answered in its conversation, or never
+            doubted = None
         settled = self._settle(text)
         if settled is not None:
             return settled
@@ -107,9 +116,12 @@ class Responder:
         if local is not None:
             return local
         if char_logprob is not None and char_logprob < self.min_char_logprob:
-            log.info("a transcript too unlikely to answer: asking again", heard=text,
-                     char_logprob=round(char_logprob, 2))
-            return Answer(FixedText(NOT_HEARD), text, "unclear")
+            if doubted is None or cer(doubted, text) > SAME_REQUEST_CER:
+                log.info("a transcript too unlikely to answer: asking again", heard=text,
+                         char_logprob=round(char_logprob, 2))
+                self.doubted = text
+                return Answer(FixedText(NOT_HEARD), text, "unclear")
+            log.info("the unlikely transcript heard again: answering it", heard=text, before=doubted)
         return Answer(self._llm(self._need_llm()), text, None)
 
     def warm(self, text: str) -> None:

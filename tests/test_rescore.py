@@ -194,6 +194,7 @@ async def test_a_real_clip_is_heard_right_once_its_hypotheses_are_weighed(scorer
         other = await weighed.char_logprob("天家带伴给花椒水")  # not among them: one forward pass
         assert counting.calls == 1 and other is not None and other < likely
         assert await weighed.char_logprob("") is None and await weighed.char_logprob("好" * 61) is None
+        assert await weighed.char_logprob("算了") is None  # too short to judge (-6.3 a character)
     finally:
         weighed.rescorer = None  # the fixture closes its own scorer
         plain.close()

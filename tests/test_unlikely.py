@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -23,12 +24,12 @@ def responder(tmp_path: Path):
     clock = FixedClock()
     llm = ScriptedLlm("正教的颜色是红色。")
     r = for_config(load(CONFIG, []), llm, Tools(store, clock), now=clock)
-    yield r, llm
+    yield r, llm, clock
     store.close()
 
 
 def test_the_default_asks_again_below_minus_five_a_character(responder) -> None:
-    r, llm = responder
+    r, llm, _ = responder
     assert r.min_char_logprob == -5.0
     unclear = r.answer("正教是什么颜色的", char_logprob=-6.2)
     assert (unclear.intent, unclear.source.text) == ("unclear", NOT_HEARD)
@@ -37,14 +38,33 @@ def test_the_default_asks_again_below_minus_five_a_character(responder) -> None:
 
 @pytest.mark.parametrize("likely", [-4.2, None])  # likely enough, or not weighed (typed text)
 def test_a_likely_or_unweighed_request_is_the_llms(responder, likely) -> None:
-    r, _ = responder
+    r, _, _ = responder
     assert r.answer("香蕉是什么颜色的", char_logprob=likely).intent is None
 
 
 def test_a_command_the_tools_know_is_answered_however_unlikely_it_reads(responder) -> None:
-    r, _ = responder
+    r, _, _ = responder
     assert r.answer("现在几点了", char_logprob=-9.0).intent == "time"  # 这样几点了 is put right by the router too
     assert r.answer("把空调调到26度", char_logprob=-9.0).intent == "no_device"
+
+
+def test_the_same_unlikely_words_said_again_at_once_are_answered(responder) -> None:
+    # a rare dish reads as unlikely as a near-miss (宫保鸡丁辣不辣: -5.8 a character), and asking again
+    # for ever would leave the user no way through; a mishearing seldom comes out the same twice
+    r, _, clock = responder
+    assert r.answer("宫保鸡丁辣不辣", spoken_s=1.5, char_logprob=-5.8).intent == "unclear"
+    r.finished()
+    clock.t += timedelta(seconds=3)
+    assert r.answer("宫保鸡丁辣不辣？", spoken_s=1.5, char_logprob=-5.8).intent is None  # the LLM's now
+    r.finished()
+    clock.t += timedelta(seconds=3)
+    assert r.answer("宫保鸡丁辣不辣", spoken_s=1.5, char_logprob=-5.8).intent == "unclear"  # answered: a new ask
+    r.finished()
+    clock.t += timedelta(seconds=3)
+    assert r.answer("胎红又几种颜色", spoken_s=1.5, char_logprob=-6.8).intent == "unclear"  # other words
+    r.finished()
+    clock.t += timedelta(minutes=5)
+    assert r.answer("胎红又几种颜色", spoken_s=1.5, char_logprob=-6.8).intent == "unclear"  # long after
 
 
 def test_off_with_the_lowest_setting(tmp_path: Path) -> None:
