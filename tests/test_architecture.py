@@ -33,7 +33,14 @@ def offenders(folder: str, forbidden: tuple[str, ...], allowed: tuple[str, ...] 
 
 
 FRONT_ENDS = ("assistant.app", "assistant.cli", "assistant.live", "assistant.replay", "assistant.wyoming",
-              "assistant.satellite", "assistant.status", "assistant.commands", "assistant.backends")
+              "assistant.status", "assistant.commands", "assistant.backends")
+
+
+def test_every_front_end_named_exists() -> None:
+    # a name that matches no module forbids nothing (assistant.satellite was one: the satellite is in wyoming)
+    import importlib.util
+
+    assert [name for name in FRONT_ENDS if importlib.util.find_spec(name) is None] == []
 
 
 @pytest.mark.parametrize(("folder", "forbidden", "allowed"), [
