@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +24,6 @@ from assistant.clock import SampleClock
 from assistant.config import Config
 from assistant.events import EventBus
 from assistant.phrase_cache import PhraseCache
-from models.cores import CoreGate
 from models.protocols import Backends
 from states.session import Session, Tap
 
@@ -82,7 +81,7 @@ def conversation(cfg: Config, data_dir: Path | None = None) -> Iterator[Parts]:
     """The configured models, loaded, with the tools (their database in ``data_dir``, default
     ``tools.data_dir``) and the phrase cache; everything is closed afterwards."""
     budget.check(cfg)
-    models = build.conversation(cfg)
+    models = backends(cfg)
     with loaded(*models.all()):
         cache = build.phrase_cache(cfg, build.assets_for(cfg))
         tools = build.tools(cfg, data_dir)
@@ -93,10 +92,20 @@ def conversation(cfg: Config, data_dir: Path | None = None) -> Iterator[Parts]:
                 tools.store.close()
 
 
-def inference(cfg: Config, gate: CoreGate | None) -> dict[str, Any]:
-    """The worker process's models (ASR, LLM, TTS), not yet loaded."""
-    assets = build.assets_for(cfg)
-    return {"asr": build.asr(cfg, assets), "llm": build.llm(cfg, assets, gate), "tts": build.tts(cfg, assets)}
+def backends(cfg: Config) -> Backends:
+    """Everything a conversation needs: the ASR, LLM and TTS in a worker process (``worker.process``)
+    while the ears (VAD, KWS, Smart Turn) stay here, or all of it in this process. The one place that
+    chooses."""
+    if not cfg.worker.process:
+        return build.in_process(cfg)
+    from assistant.worker.process import InferenceProcess
+    from assistant.worker.remote import RemoteAsr, RemoteLlm, RemoteTts
+
+    a = build.assets_for(cfg)
+    worker = InferenceProcess(cfg)
+    return Backends(vad=build.vad(cfg, a), asr=RemoteAsr(worker), llm=RemoteLlm(worker, cfg.llm.history_turns),
+                    tts=RemoteTts(worker), kws=build.kws(cfg, a), turn=build.turn(cfg, a), cores=worker.cores,
+                    worker=worker)
 
 
 @contextmanager
@@ -125,14 +134,22 @@ def services(cfg: Config) -> Iterator[Services]:
                        cache=build.phrase_cache(cfg, assets), correct=correct)
 
 
+def satellite_config(cfg: Config) -> Config:
+    """The session's settings on a satellite: no speculative transcript and no second wake-word stage
+    (each transcript is a pipeline run, and Home Assistant acts on it), the reply spoken whole as it
+    comes, no phrase cache, no tools of its own."""
+    return replace(cfg, vad=replace(cfg.vad, speculative_silence_ms=0), wake=replace(cfg.wake, verify=False),
+                   tts=replace(cfg.tts, streaming=False, phrase_cache=False),
+                   tools=replace(cfg.tools, enabled=False))
+
+
 @contextmanager
 def satellite(cfg: Config, link: HaLink) -> Iterator[Parts]:
     """A satellite's parts: the ears here (VAD, keyword spotter, end-of-turn model), the rest a Home
     Assistant pipeline behind ``link``; its replies are Home Assistant's, spoken as they come."""
     from assistant.respond import Responder
-    from assistant.wyoming.satellite import session_config
 
-    cfg = session_config(cfg)
+    cfg = satellite_config(cfg)
     assets = build.assets_for(cfg)
     models = Backends(vad=build.vad(cfg, assets), asr=link.asr, llm=link.llm, tts=link.tts,
                       kws=build.kws(cfg, assets), turn=build.turn(cfg, assets))

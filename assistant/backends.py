@@ -226,16 +226,15 @@ def turn(cfg: Config, assets: Assets) -> Turn | None:
     return SmartTurn(assets.path(MODEL.name, MODEL.files[0].name))
 
 
-def conversation(cfg: Config) -> Backends:
-    """Everything a conversation needs (the KWS only when waiting for a wake word)."""
+def in_process(cfg: Config) -> Backends:
+    """Everything a conversation needs, in this process (the KWS only when waiting for a wake word)."""
     a = assets_for(cfg)
-    if cfg.worker.process:  # the ASR, LLM and TTS in a worker process; the ears stay here
-        from assistant.worker.process import InferenceProcess
-        from assistant.worker.remote import RemoteAsr, RemoteLlm, RemoteTts
-
-        worker = InferenceProcess(cfg)
-        return Backends(vad=vad(cfg, a), asr=RemoteAsr(worker), llm=RemoteLlm(worker, cfg.llm.history_turns),
-                        tts=RemoteTts(worker), kws=kws(cfg, a), turn=turn(cfg, a), cores=worker.cores, worker=worker)
     gate = CoreGate() if cfg.tts.llm_waits != "never" else None
     return Backends(vad=vad(cfg, a), asr=asr(cfg, a), llm=llm(cfg, a, gate), tts=tts(cfg, a), kws=kws(cfg, a),
                     turn=turn(cfg, a), cores=gate)
+
+
+def inference(cfg: Config, gate: CoreGate | None) -> dict[str, Asr | Llm | Tts]:
+    """The worker process's models (ASR, LLM, TTS), not yet loaded."""
+    assets = assets_for(cfg)
+    return {"asr": asr(cfg, assets), "llm": llm(cfg, assets, gate), "tts": tts(cfg, assets)}

@@ -17,7 +17,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from assistant import app, backends, config, logs  # noqa: E402
+from assistant import app, config, logs  # noqa: E402
 from benchmarks.worker import restart_s  # noqa: E402
 
 
@@ -28,7 +28,7 @@ def main() -> int:
     cfg = config.load(None, ["log.level='error'", "tts.phrase_cache=false", "worker.process=true",
                              "worker.restart_backoff_s=0"])
     logs.setup(cfg.log.level, cfg.log.format)
-    models = backends.conversation(cfg)
+    models = app.backends(cfg)
     loading = ExitStack()
     loading.enter_context(app.loaded(*models.all()))
     times: dict[str, list[float]] = {"apology rendered again": [], "apology kept": []}

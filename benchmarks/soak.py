@@ -178,7 +178,7 @@ def main() -> int:
     cfg = config.load(None, ["wake.mode='always'", "tts.phrase_cache=false", "log.level='error'",
                              "dialog.follow_up_s=0", *args.set])
     logs.setup(cfg.log.level, cfg.log.format)
-    models = backends.conversation(cfg)
+    models = app.backends(cfg)
     loading = ExitStack()
     loading.enter_context(app.loaded(*models.all()))
     try:

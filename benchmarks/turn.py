@@ -206,7 +206,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     overrides = ["wake.mode='always'", "tts.phrase_cache=false", "log.level='error'", *args.set]
     cfg = config.load(args.config, overrides)
     logs.setup(cfg.log.level, cfg.log.format)
-    models = backends.conversation(cfg)
+    models = app.backends(cfg)
     loading = ExitStack()
     loading.enter_context(app.loaded(*models.all()))
     plain = None

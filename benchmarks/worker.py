@@ -30,7 +30,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from assistant import app, backends, config, logs  # noqa: E402
+from assistant import app, config, logs  # noqa: E402
 from assistant.audio.wav import read_wav  # noqa: E402
 from models.protocols import ModelError  # noqa: E402
 
@@ -101,7 +101,7 @@ def main() -> int:
                                  f"worker.process={str(process).lower()}", "worker.restart_backoff_s=0"])
         logs.setup(cfg.log.level, cfg.log.format)
         t = time.perf_counter()
-        models = backends.conversation(cfg)
+        models = app.backends(cfg)
         loading = ExitStack()
         loading.enter_context(app.loaded(*models.all()))
         load_s = time.perf_counter() - t

@@ -214,10 +214,17 @@ class Voices(Protocol):
         ...
 
 
+class WorkerLost(ModelError):
+    """The worker process died or stopped answering before the call was done."""
+
+
+APOLOGY = "我刚才走神了，请再说一遍。"  # said when the worker is lost mid-reply
+
+
 class Worker(Protocol):
     """The process the ASR, LLM and TTS run in when they are not in the session's own."""
 
-    apology: Samples  # "sorry, I lost my train of thought", rendered when the worker started
+    apology: Samples  # APOLOGY, rendered when the worker started
     rates: dict[str, int]  # each backend's sample rate
 
     @property

@@ -25,8 +25,7 @@ from assistant.pipeline import FixedText, PipelineOptions, Recording, SpeechPipe
 from assistant.respond import NOT_HEARD
 from assistant.tasks import TaskScope
 from assistant.text.echo_match import syllables
-from assistant.worker.process import APOLOGY, WorkerLost
-from models.protocols import char_logprob
+from models.protocols import APOLOGY, WorkerLost, char_logprob
 
 if TYPE_CHECKING:
     from models.protocols import Llm, Tts

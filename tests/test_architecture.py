@@ -72,3 +72,84 @@ def test_the_cli_only_parses_and_calls() -> None:
     errors = {"models.protocols", "models.protocols.ModelError"}
     names = imports("assistant")["assistant/cli.py"] - errors
     assert not [n for n in names if n.startswith(("models", "states", "assistant.audio.alsa"))]
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Every module of assistant/, states/ and models/ and the project modules it imports, function-local
+    and TYPE_CHECKING imports included (each import names the module it lands in)."""
+    paths = {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p
+             for folder in ("assistant", "states", "models") for p in sorted((ROOT / folder).rglob("*.py"))}
+
+    def landing(name: str) -> str | None:
+        while name and name not in paths:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for module, names in ((m, _imported(p)) for m, p in paths.items()):
+        graph[module] = {found for name in names if (found := landing(name)) is not None} - {module}
+    return graph
+
+
+def _imported(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def circles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected components of more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[set[str]] = []
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            nxt = next(edges, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(component)
+    return found
+
+
+def test_no_import_circle_crosses_a_package() -> None:
+    # the 19-module circle of the turn issue ran states → worker → the composition root → front ends
+    # → states; a package's own modules may still name each other (the states and their Session)
+    crossing = [sorted(c) for c in circles(module_graph()) if len({m.rpartition(".")[0] for m in c}) > 1]
+    assert crossing == []
+
+
+def test_the_circle_check_sees_a_circle() -> None:
+    graph = {"a.x": {"b.y"}, "b.y": {"a.x", "c.z"}, "c.z": set()}
+    assert circles(graph) == [{"a.x", "b.y"}]

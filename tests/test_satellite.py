@@ -209,9 +209,7 @@ def test_satellite_refuses_a_bad_address_in_one_line(cli_main) -> None:
 def test_nothing_on_a_satellite_transcribes_on_its_own() -> None:
     """Each transcription is a Home Assistant pipeline run, which acts on what it hears: no speculative
     transcript, no second wake-word stage, no tools answering in its place."""
-    from assistant.wyoming.satellite import session_config
-
-    cfg = session_config(make_config("wake.verify=true", "vad.speculative_silence_ms=64", "tools.enabled=true"))
+    cfg = app.satellite_config(make_config("wake.verify=true", "vad.speculative_silence_ms=64", "tools.enabled=true"))
     assert (cfg.vad.speculative_silence_ms, cfg.wake.verify, cfg.tools.enabled) == (0, False, False)
     assert not cfg.tts.streaming and not cfg.tts.phrase_cache  # the reply is Home Assistant's audio, whole
 

@@ -15,16 +15,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from assistant import backends
+from assistant import app
 from assistant.app import Parts
 from assistant.audio.wav import read_wav
 from assistant.config import Config
 from assistant.events import LlmFirstToken, PlaybackStarted, WorkerRestarted, WorkerStarted
 from assistant.events import WorkerLost as LostEvent
 from assistant.replay import replay
-from assistant.worker.process import InferenceProcess, WorkerLost
+from assistant.worker.process import InferenceProcess
 from assistant.worker.remote import RemoteAsr, RemoteLlm, RemoteTts
-from models.protocols import Backends, ModelError
+from models.protocols import Backends, ModelError, WorkerLost
 from tests.conftest import RATE, make_config, real, says, session_of, silence
 
 pytestmark = pytest.mark.slow
@@ -177,7 +177,7 @@ async def test_a_session_whose_worker_is_killed_mid_reply_apologizes_and_answers
     """The issue's check: a realtime replay whose worker is SIGKILLed during the first of two requests:
     at the LLM's first token, or once the reply plays (the TTS is still making the rest of it)."""
     cfg = worker_config("barge_in.enabled=false")
-    models = backends.conversation(cfg)
+    models = app.backends(cfg)
     assert models.worker is not None
     w = models.worker
     models = Backends(vad=vad, asr=models.asr, llm=models.llm, tts=models.tts, cores=models.cores, worker=w)

@@ -59,9 +59,9 @@ def main(conn: Connection, cfg: Config, free: Flag | None, apology_text: str) ->
 
 
 def _load(cfg: Config, gate: CoreGate | None) -> dict[str, Any]:
-    from assistant import app
+    from assistant import backends
 
-    models = app.inference(cfg, gate)
+    models = backends.inference(cfg, gate)
     for model in models.values():
         model.load()
     return models

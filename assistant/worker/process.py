@@ -37,21 +37,16 @@ from assistant.config import Config
 from assistant.events import Event, WorkerRestarted, WorkerStarted
 from assistant.events import WorkerLost as LostEvent
 from models.cores import CoreGate
-from models.protocols import ModelError, Samples
+from models.protocols import APOLOGY, ModelError, Samples, WorkerLost
 from models.worker import LOCKSTEP
 
 log = structlog.get_logger("worker")
 
 SPAWN = multiprocessing.get_context("spawn")
-APOLOGY = "我刚才走神了，请再说一遍。"
 HEALTHY_S = 60.0  # a worker that lived this long resets the back-off
 EXIT_WAIT_S = 5.0
 LOAD_TIMEOUT_S = 600.0  # the largest models load in well under a minute
 RESTART_POLL_S = 0.05  # how often a call waiting for a restarting worker looks again
-
-
-class WorkerLost(ModelError):
-    """The worker process died or stopped answering before the call was done."""
 
 
 @dataclass

@@ -11,7 +11,6 @@ the end-of-turn model.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -42,15 +41,6 @@ if TYPE_CHECKING:
     from zeroconf.asyncio import AsyncZeroconf
 
 log = structlog.get_logger("satellite")
-
-
-def session_config(cfg: Config) -> Config:
-    """The session's settings on a satellite: no speculative transcript and no second wake-word stage
-    (each transcript is a pipeline run, and Home Assistant acts on it), the reply spoken whole as it
-    comes, no phrase cache, no tools of its own."""
-    return replace(cfg, vad=replace(cfg.vad, speculative_silence_ms=0), wake=replace(cfg.wake, verify=False),
-                   tts=replace(cfg.tts, streaming=False, phrase_cache=False),
-                   tools=replace(cfg.tools, enabled=False))
 
 
 def run(cfg: Config) -> None:
