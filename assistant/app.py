@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assistant import backends as build
-from assistant import budget, respond
+from assistant import budget, logs, respond
 from assistant.audio.protocols import AudioSink, AudioSource
 from assistant.clock import SampleClock
 from assistant.config import Config
@@ -71,9 +71,19 @@ class Parts:
 
     def session(self, clock: SampleClock, bus: EventBus, source: AudioSource, sink: AudioSink, *,
                 tap: Tap | None = None, now: Callable[[], datetime] | None = None) -> Session:
-        """A session on this front end's clock and audio (refuses a set-up it cannot run)."""
-        return Session(self.cfg, clock, bus, source, sink, self.backends, self.phrase_cache, tap=tap,
-                       tools=self.tools, now=now, responder=self.responder)
+        """A session on this front end's clock and audio (refuses a set-up it cannot run), its state on
+        every log line, and the slow-turn watchdog on its events when the models are in a worker."""
+        session = Session(self.cfg, clock, bus, source, sink, self.backends, self.phrase_cache, tap=tap,
+                          tools=self.tools, now=now, responder=self.responder)
+        logs.follow_state(lambda: session.state)
+        worker, w = self.backends.worker, self.cfg.worker
+        if worker is not None and w.slow_turns:
+            from assistant.health import OthersLoad
+            from assistant.worker.watchdog import SlowTurns
+
+            others = OthersLoad(lambda: (os.getpid(), worker.pid))
+            bus.subscribe(SlowTurns(worker, w.slow_turn_s, w.slow_turns, others))
+        return session
 
 
 @contextmanager

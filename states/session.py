@@ -11,7 +11,6 @@ next chunk.
 from __future__ import annotations
 
 import itertools
-import os
 from collections import deque
 from collections.abc import Callable
 from datetime import datetime
@@ -19,16 +18,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
-from assistant import logs, respond
+from assistant import respond
 from assistant.audio.history import AudioHistory
 from assistant.audio.protocols import AudioSink, AudioSource, Samples
 from assistant.clock import SampleClock
 from assistant.config import Config
 from assistant.events import EventBus, NoiseRejected, StateChanged
-from assistant.health import OthersLoad
 from assistant.phrase_cache import PhraseCache
 from assistant.text.wake import strip_wake_words
-from assistant.worker.watchdog import SlowTurns
 from models.protocols import Backends, ModelError
 from states import machine
 from states.echo_defence import EchoDefence
@@ -88,7 +85,6 @@ class Session:
         self.states: dict[str, State] = {
             s.name: s for s in (Idle(self), Listening(self), Thinking(self), Speaking(self))}
         machine.attach(self)
-        logs.follow_state(lambda: self.state)
 
     # -- called by the machine ------------------------------------------------------------------
     def follow_up_enabled(self, _: Any) -> bool:
@@ -143,11 +139,6 @@ class Session:
         """Pump the microphone through the machine until the source ends."""
         if self.models.worker is not None:
             self.models.worker.attach(self.bus.publish)
-            w = self.cfg.worker
-            if w.slow_turns:
-                worker = self.models.worker
-                others = OthersLoad(lambda: (os.getpid(), worker.pid))
-                self.bus.subscribe(SlowTurns(worker, w.slow_turn_s, w.slow_turns, others))
         await self.states[self.state].enter("start", {})
         try:
             async for mic in self.source.chunks():

@@ -46,6 +46,7 @@ def test_every_front_end_named_exists() -> None:
 @pytest.mark.parametrize(("folder", "forbidden", "allowed"), [
     ("models", ("assistant", "states"), ()),  # the model runtimes know nothing of the assistant
     ("states", FRONT_ENDS, ()),  # the state machine is driven, it does not wire itself
+    ("states", ("assistant.worker", "assistant.health", "assistant.logs"), ()),  # nor watches its own host
     ("assistant/audio", ("models", "states"), ()),
     ("assistant/text", ("models", "states"), ()),
     ("assistant", ("assistant.commands",), ("assistant/cli.py", "assistant/commands/")),  # the core needs no command

@@ -113,3 +113,52 @@ def test_the_cpu_another_process_takes_counts_as_others() -> None:
     assert spun > 0.1
     assert with_spin - without == pytest.approx(spun / (wall * (os.cpu_count() or 1)), abs=0.05)
     assert OthersLoad(lambda: (spin.pid,)).share() is None  # no mark, and the process is gone
+
+
+def test_the_root_watches_the_turns_of_a_session_whose_models_are_in_a_worker(vad) -> None:
+    # the states do not know the watchdog: the composition root hangs it on a new session's events
+    import numpy as np
+
+    from assistant.app import Parts
+    from assistant.audio.replay import ReplayDevice
+    from assistant.clock import SampleClock
+    from assistant.events import EventBus
+    from models.protocols import Backends
+    from tests.conftest import make_config
+    from tests.doubles import ScriptedAsr, ScriptedLlm, ToneTts
+
+    class Stand(Worker):
+        apology = np.zeros(0, np.float32)
+        rates = {"tts": 24000}
+        pid = None
+        up = True
+
+        def attach(self, publish) -> None: ...
+
+        def detach(self) -> None: ...
+
+    def session_bus(*overrides: str) -> tuple[Stand, EventBus, SampleClock]:
+        worker = Stand()
+        cfg = make_config("worker.slow_turn_s=5", "worker.slow_turns=3", *overrides)
+        parts = Parts(cfg, Backends(vad=vad, asr=ScriptedAsr(), llm=ScriptedLlm(), tts=ToneTts(), worker=worker))
+        clock = SampleClock(16000)
+        bus = EventBus(clock)
+        device = ReplayDevice(np.zeros(16000, np.float32), clock, cfg.audio.chunk_samples)
+        parts.session(clock, bus, device, device.speaker)
+        return worker, bus, clock
+
+    def three_slow_turns(bus: EventBus, clock: SampleClock) -> None:
+        for turn_start in (0.0, 20.0, 40.0):
+            clock.advance(int((turn_start + 0.3) * 16000) - clock.samples)
+            bus.publish(SpeechEnded(audio_s=1.0, speech_end_t=turn_start))
+            clock.advance(6 * 16000)  # first audio 6 s after the end of speech: over 5 s
+            bus.publish(PlaybackStarted())
+            clock.advance(2 * 16000)
+            bus.publish(PlaybackFinished(interrupted=False))
+
+    worker, bus, clock = session_bus()
+    three_slow_turns(bus, clock)
+    assert len(worker.killed) == 1  # restarted after the third
+    unwatched, bus, clock = session_bus("worker.slow_turns=0")
+    three_slow_turns(bus, clock)
+    assert unwatched.killed == []  # the watchdog is off
