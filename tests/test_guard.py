@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from assistant.respond import ReplyGuard
-from assistant.text.guard import CANNOT, IDENTITY, NO_NETWORK, NOT_HEARD, ClauseGuard, GuardOptions
+from assistant.text.guard import CANNOT, IDENTITY, NO_LOOKUP, NO_NETWORK, NOT_HEARD, ClauseGuard, GuardOptions
 from models.chat import History
 from tests.doubles import ScriptedLlm
 
@@ -41,6 +41,9 @@ def test_tags_dialogue_and_markdown_never_reach_speech(reply, said):
     ("我叫通义千问。", IDENTITY),
     ("北京今天的天气晴朗，温度为21℃。", NO_NETWORK),
     ("明天不会下雨。", NO_NETWORK),
+    ("好的，我帮你查一下。", NO_LOOKUP),  # the 1.5B, asked to book a train ticket (spoken held-out half)
+    ("我来查一下最近的航班。", NO_LOOKUP),
+    ("正在为你查询火车票。", NO_LOOKUP),
 ])
 def test_a_claim_it_cannot_make_is_replaced_by_an_honest_sentence(reply, honest):
     said, guard = guarded(reply)
@@ -55,6 +58,7 @@ def test_an_honest_sentence_that_begins_with_what_was_said_is_not_said_twice():
 @pytest.mark.parametrize("reply", [
     "水的沸点是一百度。", "先深呼吸，再喝杯温水。", "把闹钟放远一点，起床先喝杯水。", "好的，没问题。",
     "下雨天记得带伞。", "我是听说，很高兴认识你。", "我建议你打开窗户通通风。", "我可以帮你设定提醒和闹钟。",
+    "你可以查一下说明书。", "查字典就知道了。", "找一找抽屉里有没有。",
 ])
 def test_honest_replies_pass_unchanged(reply):
     said, guard = guarded(reply)

@@ -37,6 +37,7 @@ from assistant.text.parrot import restates
 IDENTITY = "我是听说，在这台设备上离线运行的语音助手。"
 CANNOT = "这个我还做不到。我可以报时、算数、定时提醒和记待办。"
 NO_NETWORK = "我没有联网，查不了天气和新闻。"
+NO_LOOKUP = "我没有联网，这个查不了。"  # a look-up it claimed to make (好的，我帮你查一下)
 NOT_HEARD = "没听清是什么时候，请再说一遍。"  # a clear timer request never reaches the LLM: the tools take it
 ASK_AGAIN = "没听清，请再说一遍。"  # the reply only said the request back
 UNSURE = "这个我不太确定。"  # the model guessed at its first clause
@@ -63,6 +64,8 @@ _CLAIMS: dict[str, re.Pattern[str]] = {
                        rf"[^，。！？,!?]{{0,8}}?({_ACTIONS})"
                        rf"|我(把|将)?[^，。！？,!?]{{0,6}}?({_ACTIONS})了"
                        rf"|({_DEVICES})[^，。！？]{{0,3}}(是|已经?|现在|正)?(开着|关着|打开的|打开了|关上了|关了|开了|亮着)"),
+    NO_LOOKUP: re.compile(r"(我|我来|这就|马上|正在)(帮你|为你|给你)?(查|搜|找|查询|搜索)(一下|一查|查|看看)"
+                          r"|(帮你|为你|给你)(查|搜|找)(一下|一查|查|看看)|正在(为你|帮你)?(查询|搜索)"),
     NO_NETWORK: re.compile(r"(今天|明天|后天|今晚|明晚|周末|这周|现在|外面)[^，。！？]{0,6}"
                            r"(会下雨|不会下雨|有雨|下雪|晴|多云|阴天|气温|温度为|温度是|[0-9一二三四五六七八九十]+度)"),
 }
