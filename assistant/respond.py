@@ -7,7 +7,7 @@ answer (time, sums, timers, todos, the device, and the honest limits: no network
 devices, who the assistant is), "再说一遍" repeats the last reply, and everything else goes to the
 LLM, whose stream the reply guard filters before anything is spoken — unless the ASR's rescoring
 model found the transcript too unlikely as Mandarin (``min_char_logprob``): then it is asked again,
-since an LLM answers whatever it is given (正教是什么颜色的 → 正教的颜色是红色); said again at once the
+since an LLM answers whatever it is given (胎红又几种颜色 → 胎红的颜色有多种…); said again at once the
 same way, it is answered.
 """
 

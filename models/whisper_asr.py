@@ -21,9 +21,9 @@ faster-whisper's first.) A transcript Whisper itself doubts — mean token log-p
 so the assistant asks again instead of answering something that was not said.
 
 ``char_logprob(text)`` says how likely the rescoring model finds a transcript as Mandarin: its mean
-log-probability per character. Near-misses Whisper is sure of read as nonsense to it (正教是什么颜色的,
-胎红又几种颜色: below −4 a character, where the requests heard right are above it), so the
-responder asks again rather than have the LLM answer words nobody said. The last transcription's
+log-probability per character. Most near-misses Whisper is sure of read as nonsense to it (胎红又几种颜色
+−6.5, 不认他 for 我饿了 −6.9; the requests heard right in the spoken evaluation are above −5 but one), so
+the responder asks again rather than have the LLM answer words nobody said. The last transcription's
 hypotheses were weighed already; only a text it did not weigh costs a forward pass.
 
 The encoder window is sized to the utterance: faster-whisper always pads the features to Whisper's

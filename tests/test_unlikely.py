@@ -1,5 +1,6 @@
 """A transcript the rescoring model finds too unlikely as Mandarin is asked again, not answered by the LLM
-(正教是什么颜色的 → 正教的颜色是红色 was said before); a tool's command is still the tool's."""
+(胎红又几种颜色 → 胎红的颜色有多种… was said before); a tool's command is still the tool's. The
+likelihoods here are scripted."""
 
 from __future__ import annotations
 
