@@ -144,6 +144,11 @@ class ToolsConfig:
     command_words: bool = _opt(True, "Also correct near-misses of the built-in command words (几店 → 几点).")
     hotwords: tuple[str, ...] = _opt((), "Command words a near-miss transcript is corrected to (客停 → 客厅).",
                                      allow_empty=True)
+    sounds_like_answer: float = _opt(0.75, "A heard request whose whole sound is this near a command's phrasing "
+                                           "(今天是兄弟姐 → 今天是星期几, 0..1) is answered as that command.",
+                                     lo=0, hi=1)
+    sounds_like_ask: float = _opt(0.6, "A heard request this near a command's phrasing, but not near enough to "
+                                       "answer, is asked back (你是说“打开电视”吗？; 1: off, neither).", lo=0, hi=1)
 
 
 @dataclass(frozen=True)

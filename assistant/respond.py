@@ -4,7 +4,9 @@
 hands-free session, ``assistant ask`` and ``file``, and the answer evaluation — so they cannot drift
 apart: near-miss command words are corrected by pinyin, the router names an intent the tools
 answer (time, sums, timers, todos, the device, and the honest limits: no network, no connected
-devices, who the assistant is), "再说一遍" repeats the last reply, and everything else goes to the
+devices, who the assistant is), "再说一遍" repeats the last reply, a heard request whose whole sound is
+near a command's phrasing is that command or asked back (今天是兄弟姐 → 今天是星期几, see
+``tools.sounds_like``), and everything else goes to the
 LLM, whose stream the reply guard filters before anything is spoken — unless the ASR's rescoring
 model found the transcript too unlikely as Mandarin (``min_char_logprob``): then it is asked again,
 since an LLM answers whatever it is given (胎红又几种颜色 → 胎红的颜色有多种…); said again at once the
@@ -62,7 +64,8 @@ def for_config(cfg: Config, llm: Llm | None, tools: Tools | None,
                          min_confidence=cfg.llm.min_confidence)
     return Responder(llm, tools, hotwords=hotwords_for(cfg), tool_calls=cfg.llm.tool_calls, guard=guard, now=now,
                      home=home.from_config(cfg), conversation_s=cfg.llm.conversation_s,
-                     min_char_logprob=cfg.asr.min_char_logprob)
+                     min_char_logprob=cfg.asr.min_char_logprob,
+                     sounds_like=(cfg.tools.sounds_like_answer, cfg.tools.sounds_like_ask))
 
 
 def hotwords_for(cfg: Config) -> HotwordCorrector | None:
@@ -79,7 +82,7 @@ class Responder:
                  tool_calls: bool = False, guard: GuardOptions | None = None,
                  now: Callable[[], datetime] | None = None, honest_limits: bool = True,
                  guarded: bool = True, home: HomeAssistant | None = None, conversation_s: float = 8.0,
-                 min_char_logprob: float = -math.inf) -> None:
+                 min_char_logprob: float = -math.inf, sounds_like: tuple[float, float] = (1.0, 1.0)) -> None:
         self.llm = llm
         self.home = home  # device commands go to it, when there is one
         self.honest_limits = honest_limits
@@ -95,6 +98,9 @@ class Responder:
         self.pending: str | None = None  # a request asked back (你是说…吗？), for a 是的 / 不是 to settle
         self.min_char_logprob = min_char_logprob  # a transcript less likely than this is not the LLM's
         self.doubted: str | None = None  # the last transcript asked again for that, for its repetition
+        # A heard request this near a command's phrasing (sounds_like.heard_as) is answered as that
+        # command; this near, asked back; farther, left as heard.
+        self.sure_sound, self.near_sound = sounds_like
 
     def answer(self, text: str, *, spoken_s: float = 0.0, char_logprob: float | None = None) -> Answer:
         """Decide who answers ``text``, a request that took ``spoken_s`` seconds to say, whose transcript
@@ -115,6 +121,8 @@ class Responder:
         local = self._local(text)
         if local is not None:
             return local
+        if spoken_s > 0 and (near := self._sounds_like(text)) is not None:
+            return near
         if char_logprob is not None and char_logprob < self.min_char_logprob:
             if doubted is None or cer(doubted, text) > SAME_REQUEST_CER:
                 log.info("a transcript too unlikely to answer: asking again", heard=text,
@@ -123,6 +131,27 @@ class Responder:
                 return Answer(FixedText(NOT_HEARD), text, "unclear")
             log.info("the unlikely transcript heard again: answering it", heard=text, before=doubted)
         return Answer(self._llm(self._need_llm()), text, None)
+
+    def _sounds_like(self, text: str) -> Answer | None:
+        """A heard request that is a command through slips in several syllables (今天是兄弟姐 →
+        今天是星期几): answered as that command when its phrasing is near and nothing meaning otherwise
+        is as near, asked back when only near; None for a request that sounds like no command."""
+        from assistant.tools.sounds_like import MARGIN, heard_as
+
+        if self.tools is None or self.near_sound >= 1 or (heard := heard_as(text)) is None \
+                or heard.score < self.near_sound:
+            return None  # off (sounds_like_ask = 1), or no command is near
+        if heard.score >= self.sure_sound and heard.score - heard.rival >= MARGIN:
+            answer = self._local(heard.text)
+            if answer is not None:
+                log.info("a command heard through slips", heard=text, meant=heard.text, score=heard.score)
+                return answer
+        if self.pending is not None:
+            return None
+        self.pending = heard.text
+        log.info("a request that sounds like a command: asking back", heard=text, meant=heard.text,
+                 score=heard.score, rival=heard.rival)
+        return Answer(FixedText(f"你是说“{heard.text}”吗？"), text, "confirm")
 
     def warm(self, text: str) -> None:
         """``text`` is likely the request (a speculative transcript): if only the LLM would answer it,

@@ -67,7 +67,8 @@ def answer_file(cfg: Config, args: argparse.Namespace) -> int:
             print("(nothing was heard in the recording)", file=sys.stderr)
             return 1
         likely = asyncio.run(char_logprob(parts.asr, text))
-        answer = _responder(parts).answer(text, char_logprob=likely)
+        spoken_s = len(audio) / cfg.audio.sample_rate
+        answer = _responder(parts).answer(text, spoken_s=spoken_s, char_logprob=likely)
         asyncio.run(_answer(parts, answer.source, answer.text, sink, args.output))
     return 0
 
