@@ -88,6 +88,9 @@ class ListeningConfig:
                                       lo=0.5, hi=120)
     max_utterance_s: float = _opt(15.0, "An utterance is cut here even if the speaker goes on.",
                                   lo=1, hi=120)
+    resume_s: float = _opt(1.0, "Speech that interrupts the reply within this many seconds of the end of the "
+                                "request it answers continues that request (the speaker only paused): the "
+                                "reply is dropped and both parts are heard as one (0: off).", lo=0, hi=5)
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,13 @@ class Answer:
     text: str  # the request after hot-word correction
     intent: str | None  # the tool's intent, or None for the LLM
 
+    @property
+    def acted(self) -> bool:
+        """Answering it changed something (a timer set, a todo added, a device switched)."""
+        from assistant.tools.answers import ACTIONS
+
+        return self.intent in ACTIONS or self.intent == "home_control"
+
 
 def for_config(cfg: Config, llm: Llm | None, tools: Tools | None,
                now: Callable[[], datetime] | None = None) -> Responder:
@@ -152,6 +159,13 @@ class Responder:
         log.info("a request that sounds like a command: asking back", heard=text, meant=heard.text,
                  score=heard.score, rival=heard.rival)
         return Answer(FixedText(f"你是说“{heard.text}”吗？"), text, "confirm")
+
+    def withdraw(self, text: str) -> None:
+        """The request ``text`` was not finished (the speaker went on after a pause): its reply, cut,
+        is not an exchange for the LLM to remember; the whole request comes next."""
+        history: Any = getattr(self.llm, "history", None)
+        if history is not None:
+            history.forget(text)
 
     def warm(self, text: str) -> None:
         """``text`` is likely the request (a speculative transcript): if only the LLM would answer it,

@@ -39,14 +39,24 @@ async def barge_in(session: Session, reason: str, onset: int | None, trigger: st
     """Stop the reply and listen: cancel reply tasks, clear the sink, report, enter listening
     (or, for a stop word, idle).
 
-    ``onset`` is where the user's speech began, so the new request is captured from there.
+    ``onset`` is where the user's speech began, so the new request is captured from there; or, if
+    the speaker only paused (``Reply.continued_by``), from the start of the request the reply was
+    answering, which is heard again whole with its second part.
     """
     decided = time.perf_counter()
     session.bus.publish(BargeIn(reason=reason))
-    if session.reply is not None:
-        await session.reply.stop()
-    log.info("barge-in", reason=reason, stop_ms=round((time.perf_counter() - decided) * 1000, 1))
-    await session.fire(trigger, onset=onset)
+    reply = session.reply
+    resume_from = reply.continued_by(onset) if reply is not None and onset is not None else None
+    if reply is not None:
+        await reply.stop()
+    log.info("barge-in", reason=reason, stop_ms=round((time.perf_counter() - decided) * 1000, 1),
+             continues=resume_from is not None)
+    if reply is not None and resume_from is not None and reply.answer is not None:
+        session.responder.withdraw(reply.answer.text)  # its reply was to half a request
+    if resume_from is None:
+        await session.fire(trigger, onset=onset)
+    else:
+        await session.fire(trigger, onset=onset, resume_from=resume_from)
 
 
 class Interruptible(State):

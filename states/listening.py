@@ -75,6 +75,8 @@ class Listening(State):
             s.bus.publish(SpeechStarted())
         if trigger == "barge_in":
             self.endpointer.untrusted_until = s.echo.tail_end()
+        # The speaker went on after a pause, over the reply to its first part: heard from that part's start.
+        self.resume_from: int | None = kwargs.get("resume_from")
         log.debug("listening", follow_up=follow_up, timeout_s=timeout_s, from_onset=onset, speech_from=speech_from)
 
     async def exit(self, dest: str) -> None:
@@ -95,13 +97,14 @@ class Listening(State):
             utterance = self._turn_model_verdict()
         if utterance is not None:
             rate = s.cfg.audio.sample_rate
-            start = utterance.start - s.cfg.vad.preroll_ms * rate // 1000
+            start = self._speech_from(utterance.start, utterance.end)
             audio = s.heard(start, utterance.end)
             voiced_end = (utterance.end - utterance.trailing_silence) / rate  # the last voiced window's end
             s.bus.publish(SpeechEnded(audio_s=round(len(audio) / rate, 3), speech_end_t=round(voiced_end, 3)))
             log.info("utterance ended", reason=utterance.reason, audio_s=round(len(audio) / rate, 2))
             speculation = self._take_speculation()
-            await s.fire("speech_end", utterance=audio, utterance_start=utterance.start, speculation=speculation)
+            await s.fire("speech_end", utterance=audio, utterance_start=utterance.start, speculation=speculation,
+                         audio_from=start, voiced_end=utterance.end - utterance.trailing_silence)
         elif self.endpointer.onset is None:
             if s.clock.samples >= self.deadline:
                 await s.fire("no_speech_timeout")
@@ -109,6 +112,16 @@ class Listening(State):
             self._speculate()
             self._warm_llm()
             self._ask_turn_model()
+
+    def _speech_from(self, onset: int, end: int) -> int:
+        """Where the request's audio starts: the preroll before its onset, or the start of the part
+        it continues (no more than ``listening.max_utterance_s`` before ``end``)."""
+        cfg = self.session.cfg
+        rate = cfg.audio.sample_rate
+        start = onset - cfg.vad.preroll_ms * rate // 1000
+        if self.resume_from is not None:
+            start = max(min(start, self.resume_from), end - int(cfg.listening.max_utterance_s * rate))
+        return start
 
     def _ask_turn_model(self) -> None:
         """Start a turn-model call once the silence reaches the next multiple of vad.turn_check_ms."""
@@ -126,7 +139,7 @@ class Listening(State):
             return
         self._drop_turn_check()
         rate = s.cfg.audio.sample_rate
-        start = max(ep.onset - s.cfg.vad.preroll_ms * rate // 1000, s.clock.samples - TURN_WINDOW_S * rate)
+        start = max(self._speech_from(ep.onset, s.clock.samples), s.clock.samples - TURN_WINDOW_S * rate)
         audio = resample(s.history.slice(start, s.clock.samples), rate, turn.sample_rate)
         task = asyncio.create_task(turn.complete(audio), name="turn:check")
         self.turn_check = TurnCheck(ep.speech_end, ep.silence, task)
@@ -171,7 +184,7 @@ class Listening(State):
             return
         if ep.silence >= spec_ms * s.cfg.audio.sample_rate // 1000:
             rate = s.cfg.audio.sample_rate
-            audio = s.heard(ep.onset - s.cfg.vad.preroll_ms * rate // 1000, s.clock.samples)
+            audio = s.heard(self._speech_from(ep.onset, s.clock.samples), s.clock.samples)
             asr = s.models.asr
             task = asyncio.create_task(asr.transcribe(resample(audio, rate, asr.sample_rate)), name="asr:speculative")
             self.speculation = Speculation(ep.speech_end, task)

@@ -28,6 +28,7 @@ from assistant.text.echo_match import syllables
 from models.protocols import APOLOGY, WorkerLost, char_logprob
 
 if TYPE_CHECKING:
+    from assistant.respond import Answer
     from models.protocols import Llm, Tts
     from states.listening import Speculation
     from states.session import Session
@@ -47,14 +48,17 @@ class Reply:
         self.first_audio_sample: int | None = None
         self.pipeline: SpeechPipeline | None = None
         self.speculation: Speculation | None = None
+        self.heard: tuple[int, int] | None = None  # the request's audio: its first sample, its last voiced one
+        self.answer: Answer | None = None  # once decided
 
     @property
     def playback_started(self) -> bool:
         return self.pipeline is not None and self.pipeline.playback_started
 
     def start(self, utterance: Samples, utterance_start: int | None = None,
-              speculation: Speculation | None = None) -> None:
+              speculation: Speculation | None = None, heard: tuple[int, int] | None = None) -> None:
         self.speculation = speculation
+        self.heard = heard
         self.tasks.spawn(self._run(utterance, utterance_start), "reply")
 
     async def _run(self, utterance: Samples, utterance_start: int | None) -> None:
@@ -85,6 +89,7 @@ class Reply:
             spoken_s = len(utterance) / s.cfg.audio.sample_rate
             likely = await char_logprob(s.models.asr, text)
             answer = s.responder.answer(text, spoken_s=spoken_s, char_logprob=likely)  # a tool's answer is saved here
+            self.answer = answer
             if answer.intent is not None:
                 s.bus.publish(ToolAnswered(intent=answer.intent))
             self.stage = "reply"
@@ -192,6 +197,18 @@ class Reply:
         keyword spotter had heard it all): nothing to answer."""
         words = self.session.cfg.barge_in.stop_words
         return any(syllables(text) == syllables(w) for w in words)
+
+    def continued_by(self, onset: int) -> int | None:
+        """Where the request this reply answers began, if speech starting at ``onset`` goes on with it
+        (within ``listening.resume_s`` of its last voiced sample, and nothing was done for it yet);
+        else None: the speech is a new request."""
+        s = self.session
+        resume = int(s.cfg.listening.resume_s * s.cfg.audio.sample_rate)
+        if self.heard is None or not resume or onset - self.heard[1] > resume:
+            return None
+        if self.answer is not None and self.answer.acted:
+            return None  # a timer set, a todo added: answered, and the new speech is a new request
+        return self.heard[0]
 
     async def stop(self) -> None:
         """End the reply now: cancel, clear the sink, wait for silence, report the interruption."""

@@ -19,7 +19,8 @@ class Thinking(Interruptible):
         s = self.session
         self.detector = make_detector(s, echo_window_from=None)
         s.reply = Reply(s)
-        s.reply.start(kwargs["utterance"], kwargs.get("utterance_start"), kwargs.get("speculation"))
+        s.reply.start(kwargs["utterance"], kwargs.get("utterance_start"), kwargs.get("speculation"),
+                      heard=(kwargs["audio_from"], kwargs["voiced_end"]) if "voiced_end" in kwargs else None)
 
     async def exit(self, dest: str) -> None:
         s = self.session

@@ -46,6 +46,11 @@ class Volume:
         return f"音量{calculator.say_number(target)}。"
 
 
+# The intents whose answer changes something (saved, or the volume): done when answered, so the
+# request is never answered twice.
+ACTIONS = frozenset({"volume", "reminder_set", "reminder_cancel", "todo_add", "todo_done", "todo_clear"})
+
+
 class Tools:
     def __init__(self, store: Store | None, now: Callable[[], datetime], volume: Volume | None = None) -> None:
         self.store = store

@@ -9,8 +9,10 @@ score: ``1 - cost / syllables of the phrasing``, where a syllable heard for anot
 ``hotwords._distance`` (0 equal, 0.25–0.5 near, 1 unrelated) and one heard too many or missing costs 1.
 
 A phrasing is written with alternatives (``{今天|明天}``, ``{是|}`` for an optional word) and with ``*``
-for a free span (one to ``WILD_MAX`` syllables: a room, a city, a todo's item), which keeps the
-characters as heard. The caller decides what a score means: sure enough to answer, near enough to
+for a free span of one or two syllables (a room, a city) and ``…`` for the rest of the request (a
+todo's item, up to ``REST_MAX`` syllables); both keep the characters as heard. A free span is short
+so that it cannot take a request's own words (你在吗今天怎么样 is not a question about the weather of
+你在吗). The caller decides what a score means: sure enough to answer, near enough to
 ask back (你是说“今天是星期几”吗？), or not a command.
 """
 
@@ -30,8 +32,8 @@ from assistant.tools.router import route
 
 _cost = lru_cache(maxsize=16384)(_distance)
 
-WILD = "*"
-WILD_MAX = 4  # syllables a free span may take
+WILD, REST = "*", "…"
+FREE_MAX = {WILD: 2, REST: 12}  # syllables a free span may take
 # A phrasing meaning something else this near (调高 beside 调小, 今天 beside 明天) leaves the nearest in doubt.
 MARGIN = 0.1
 _ALTERNATIVES = re.compile(r"\{([^{}]*)\}")
@@ -44,7 +46,7 @@ FORMS: tuple[tuple[str, str], ...] = (
     ("reminder_cancel", "{取消|删除|删掉|关掉}{定时器|提醒|闹钟|计时器|倒计时}"),
     ("reminder_list", "{看看|我的|有哪些}{提醒|定时器|闹钟}"),
     ("todo_list", "{看看|我的|有哪些}待办"),
-    ("todo_add", "{添加|加个|新建|记个}待办*"),
+    ("todo_add", "{添加|加个|新建|记个}待办…"),
     ("volume", "{把|}{音量|声音}{调大|调小|调高|调低}{一点|}"),
     ("volume", "{把|}{音量|声音}{大|小}一点"),
     ("volume", "{大声|小声}{一点|}"),
@@ -70,8 +72,8 @@ class Heard:
 class _Form:
     intent: str
     meaning: str  # what the router makes of the phrasing (intent and slots): phrasings alike in it are one
-    pieces: tuple[str, ...]  # Chinese characters, or WILD
-    syllables: tuple[str, ...]  # per fixed character, WILD for a free span
+    pieces: tuple[str, ...]  # Chinese characters, or WILD / REST
+    syllables: tuple[str, ...]  # per fixed character, WILD / REST for a free span
 
 
 def _expand(pattern: str) -> list[str]:
@@ -87,10 +89,10 @@ def _forms() -> tuple[_Form, ...]:
         for phrasing in dict.fromkeys(_expand(pattern)):
             pieces: list[str] = []
             syllables: list[str] = []
-            for run in re.split(r"(\*)", phrasing):
-                if run == WILD:
-                    pieces.append(WILD)
-                    syllables.append(WILD)
+            for run in re.split(r"([*…])", phrasing):
+                if run in FREE_MAX:
+                    pieces.append(run)
+                    syllables.append(run)
                 elif run:
                     pieces += list(run)
                     syllables += lazy_pinyin(run)  # read as a phrase: 调小 is tiao, not diao
@@ -99,7 +101,7 @@ def _forms() -> tuple[_Form, ...]:
 
 
 def _meaning(phrasing: str) -> str:
-    found = route(phrasing.replace(WILD, "客厅"), datetime(2026, 1, 1).astimezone())
+    found = route(phrasing.replace(WILD, "客厅").replace(REST, "买牛奶"), datetime(2026, 1, 1).astimezone())
     return "" if found is None else f"{found.name} {sorted(found.slots.items())}"
 
 
@@ -116,8 +118,8 @@ def _align(heard: list[str], form: tuple[str, ...]) -> tuple[float, list[tuple[i
             here = cost[i][j]
             if here == inf:
                 continue
-            if j < m and form[j] == WILD:
-                for k in range(1, min(WILD_MAX, n - i) + 1):
+            if j < m and form[j] in FREE_MAX:
+                for k in range(1, min(FREE_MAX[form[j]], n - i) + 1):
                     if here < cost[i + k][j + 1]:
                         cost[i + k][j + 1], back[i + k][j + 1] = here, (i, j)
                 continue
@@ -138,7 +140,7 @@ def _align(heard: list[str], form: tuple[str, ...]) -> tuple[float, list[tuple[i
         if step is None:
             return inf, []
         pi, pj = step
-        if pj < m and form[pj] == WILD and pj + 1 == j:
+        if pj < m and form[pj] in FREE_MAX and pj + 1 == j:
             spans.append((pj, pi, i))
         i, j = pi, pj
     return cost[n][m], spans[::-1]
@@ -153,8 +155,8 @@ def heard_as(text: str) -> Heard | None:
         return None
     scored: list[tuple[float, _Form, list[tuple[int, int, int]]]] = []
     for form in _forms():
-        fixed = sum(s != WILD for s in form.syllables)
-        if abs(len(heard) - fixed) > fixed // 2 + WILD_MAX * form.syllables.count(WILD):
+        fixed = sum(s not in FREE_MAX for s in form.syllables)
+        if abs(len(heard) - fixed) > fixed // 2 + sum(FREE_MAX.get(s, 0) for s in form.syllables):
             continue  # too long or too short to be near
         cost, spans = _align(heard, form.syllables)
         scored.append((1.0 - cost / fixed, form, spans))
