@@ -78,6 +78,11 @@ def wake_and_request() -> np.ndarray:
     return real("hey_xiaozhi.wav")[:int(HEY_XIAOZHI_FIRST_QUESTION_S * RATE)]
 
 
+def paused_request() -> Layout:
+    """The whole of hey_xiaozhi.wav: 嘿，小智你在吗？ [0.28 s] 今天怎么样？, then quiet."""
+    return Layout().pause(0.5).clip("hey_xiaozhi.wav", "request").pause(14.0)
+
+
 def one_turn() -> Layout:
     """The wake word and a request in one breath, then quiet."""
     return Layout().pause(0.5).add(wake_and_request(), "request", ONSET_S["hey_xiaozhi.wav"]).pause(14.0)

@@ -142,6 +142,25 @@ async def test_a_request_with_a_pause_over_a_long_reply_is_one_utterance(talk, r
     assert match("告诉我，你是谁", [heard]).score >= 0.8, heard
 
 
+async def test_a_request_with_a_pause_in_it_is_answered_as_one(talk, models):
+    # 嘿，小智你在吗？ [0.28 s] 今天怎么样？: Smart Turn rightly hears 你在吗 finished and the reply starts;
+    # 今天怎么样 interrupts it within listening.resume_s of the request's end, so it goes on with that
+    # request (before, it was a new request, heard as nothing or as 几点怎么样, and answered alone).
+    r = await talk(sessions.paused_request().audio)
+    heard = transcripts(r)
+    assert match("你在吗今天怎么样", [heard[-1]]).score >= 0.8, heard
+    assert [e["reason"] for e in r.events if e["type"] == "barge_in"] == ["speech"]
+    asked = [text for text, _ in models["llm"].history.exchanges]
+    assert len(asked) == 1 and match("今天怎么样", [asked[0]]).score >= 0.8, asked  # the half is forgotten
+
+
+async def test_with_resume_off_the_second_half_is_a_request_of_its_own(talk):
+    r = await talk(sessions.paused_request().audio, "listening.resume_s=0")
+    heard = transcripts(r)
+    assert len(heard) == 2 and match("你在吗", [heard[0]]).score >= 0.8, heard
+    assert match("你在吗", [heard[1]]).score < 0.5, heard
+
+
 async def test_two_turns_through_the_follow_up_window_without_a_second_wake_word(talk, run_replay, models):
     probe = await run_replay(sessions.one_turn().audio, *HANDS_FREE, "dialog.follow_up_s=0",
                              asr=models["asr"], llm=models["llm"], tts=models["tts"], kws=models["kws"],

@@ -147,3 +147,51 @@ async def test_a_turn_heard_finished_early_still_waits_for_the_least_silence(run
     wait = await endpoint_wait(run_replay, finished, "vad.turn_check_ms=100", "vad.turn_min_silence_ms=300")
     assert len(finished.heard) == 1  # asked once, at 100 ms: not again while waiting for the 300 ms
     assert 0.3 <= wait < 0.4
+
+
+# No turn model here: the silence ends an utterance, after half a second (not inside 嘿，小智你在吗).
+SLOW_END = ("vad.endpoint_silence_ms=500", "vad.short_endpoint_silence_ms=500", "dialog.follow_up_s=2")
+
+
+def paused_request(pause_s: float) -> np.ndarray:
+    """hey_xiaozhi.wav's two questions with ``pause_s`` of quiet between them."""
+    from tests.sessions import HEY_XIAOZHI_FIRST_QUESTION_S
+
+    clip = real("hey_xiaozhi.wav")
+    cut = int(HEY_XIAOZHI_FIRST_QUESTION_S * 16000)
+    return session_of(silence(0.5), clip[:cut], silence(pause_s), clip[cut:], silence(6.0))
+
+
+def heard_s(r) -> list[float]:
+    return [e["audio_s"] for e in r.events if e["type"] == "speech_ended"]
+
+
+async def test_speech_right_after_the_request_goes_on_with_it(run_replay):
+    r = await run_replay(paused_request(0.6), *SLOW_END, asr=ScriptedAsr("你在吗"),
+                         llm=ScriptedLlm(LONG_REPLY, "在的。"))
+    assert [e["reason"] for e in r.events if e["type"] == "barge_in"] == ["speech"]
+    first, whole = heard_s(r)
+    assert whole > first + 1.0  # heard again from the first half's start, with the pause and 今天怎么样
+
+
+async def test_after_a_reply_that_did_something_the_speech_is_a_new_request(run_replay, tmp_path):
+    from assistant.tools.answers import Tools
+    from assistant.tools.store import Store
+    from tests.doubles import FixedClock
+
+    store = Store(tmp_path / "t.sqlite3")
+    r = await run_replay(paused_request(0.6), *SLOW_END, asr=ScriptedAsr("添加待办买牛奶", "今天怎么样"),
+                         llm=ScriptedLlm("在的。"), tools=Tools(store, FixedClock()))
+    assert [e["reason"] for e in r.events if e["type"] == "barge_in"] == ["speech"]  # over 已记下待办…
+    first, then = heard_s(r)
+    assert then < first  # only the new speech
+    assert [t.text for t in store.todos()] == ["买牛奶"]  # added once
+    store.close()
+
+
+async def test_speech_long_after_the_request_is_a_new_one(run_replay):
+    r = await run_replay(paused_request(0.6), *SLOW_END, "listening.resume_s=0.1", asr=ScriptedAsr("你在吗", "今天"),
+                         llm=ScriptedLlm(LONG_REPLY, "在的。"))
+    assert [e["reason"] for e in r.events if e["type"] == "barge_in"] == ["speech"]
+    first, then = heard_s(r)
+    assert then < first

@@ -11,9 +11,9 @@ import pytest
 
 from assistant.config import load
 from assistant.respond import for_config
-from assistant.tools.sounds_like import MARGIN, _forms, heard_as
 from assistant.tools.answers import Tools
 from assistant.tools.router import route
+from assistant.tools.sounds_like import MARGIN, _forms, heard_as
 from assistant.tools.store import Store
 from tests.doubles import FixedClock, ScriptedLlm
 
