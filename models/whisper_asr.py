@@ -257,9 +257,13 @@ class WhisperAsr:
         found = [(self._tokenizer.decode(tokens).strip(), score * len(tokens), len(tokens))
                  for tokens, score in zip(result.sequences_ids, result.scores, strict=True)]
         rescorer = self.rescorer
-        text, summed, length = (rescored(found, rescorer, self.rescore_weight, self._t2s.convert, self._weighed)
-                                if rescorer and len(found) > 1 else found[0])
-        return text, summed / (length + 1), result.no_speech_prob  # faster-whisper's avg_logprob
+        text = (rescored(found, rescorer, self.rescore_weight, self._t2s.convert, self._weighed)[0]
+                if rescorer and len(found) > 1 else found[0][0])
+        # How sure Whisper is of the audio is its own best hypothesis' score (faster-whisper's
+        # avg_logprob), whichever reading the rescoring chose: a less likely reading of the same
+        # words is no reason to call the whole utterance uncertain (corpus 029 was dropped so).
+        _, summed, length = found[0]
+        return text, summed / (length + 1), result.no_speech_prob
 
     def _segments(self, samples: Samples, stop: threading.Event, biased: bool) -> tuple[str, float, float]:
         """faster-whisper's own loop: 30 s windows, one segment pulled at a time."""

@@ -49,8 +49,9 @@ async def barge_in(session: Session, reason: str, onset: int | None, trigger: st
     resume_from = reply.continued_by(onset) if reply is not None and onset is not None else None
     if reply is not None:
         await reply.stop()
+    timing = reply.timing(onset) if reply is not None and onset is not None else {}
     log.info("barge-in", reason=reason, stop_ms=round((time.perf_counter() - decided) * 1000, 1),
-             continues=resume_from is not None)
+             continues=resume_from is not None, **timing)
     if reply is not None and resume_from is not None and reply.answer is not None:
         session.responder.withdraw(reply.answer.text)  # its reply was to half a request
     if resume_from is None:

@@ -167,7 +167,7 @@ def heard_s(r) -> list[float]:
 
 
 async def test_speech_right_after_the_request_goes_on_with_it(run_replay):
-    r = await run_replay(paused_request(0.6), *SLOW_END, asr=ScriptedAsr("你在吗"),
+    r = await run_replay(paused_request(0.4), *SLOW_END, asr=ScriptedAsr("你在吗"),
                          llm=ScriptedLlm(LONG_REPLY, "在的。"))
     assert [e["reason"] for e in r.events if e["type"] == "barge_in"] == ["speech"]
     first, whole = heard_s(r)
@@ -180,7 +180,7 @@ async def test_after_a_reply_that_did_something_the_speech_is_a_new_request(run_
     from tests.doubles import FixedClock
 
     store = Store(tmp_path / "t.sqlite3")
-    r = await run_replay(paused_request(0.6), *SLOW_END, asr=ScriptedAsr("添加待办买牛奶", "今天怎么样"),
+    r = await run_replay(paused_request(0.4), *SLOW_END, asr=ScriptedAsr("添加待办买牛奶", "今天怎么样"),
                          llm=ScriptedLlm("在的。"), tools=Tools(store, FixedClock()))
     assert [e["reason"] for e in r.events if e["type"] == "barge_in"] == ["speech"]  # over 已记下待办…
     first, then = heard_s(r)
@@ -190,7 +190,7 @@ async def test_after_a_reply_that_did_something_the_speech_is_a_new_request(run_
 
 
 async def test_speech_long_after_the_request_is_a_new_one(run_replay):
-    r = await run_replay(paused_request(0.6), *SLOW_END, "listening.resume_s=0.1", asr=ScriptedAsr("你在吗", "今天"),
+    r = await run_replay(paused_request(0.4), *SLOW_END, "listening.resume_s=0.1", asr=ScriptedAsr("你在吗", "今天"),
                          llm=ScriptedLlm(LONG_REPLY, "在的。"))
     assert [e["reason"] for e in r.events if e["type"] == "barge_in"] == ["speech"]
     first, then = heard_s(r)

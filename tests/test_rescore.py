@@ -201,3 +201,40 @@ async def test_a_real_clip_is_heard_right_once_its_hypotheses_are_weighed(scorer
         weighed.close()
     assert "开放时间" in before and "开放时间" in after
     assert "下午" in after, (before, after)
+
+
+class PreferringTheLast:
+    """A rescorer double that makes the last hypothesis weighed the likeliest by far."""
+
+    def __init__(self) -> None:
+        self.asked: list[list[str]] = []
+
+    def load(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def logprobs(self, texts: Sequence[str]) -> list[float]:
+        self.asked.append(list(texts))
+        return [1000.0 * i for i in range(len(texts))]
+
+
+async def test_whispers_own_confidence_judges_the_audio_whichever_reading_is_chosen() -> None:
+    # The confidence check asks whether Whisper heard the audio surely, not whether the reading the
+    # rescoring chose was Whisper's likeliest: real corpus 029 (34 characters of speech) was dropped as
+    # "too uncertain" when a less likely reading of it was chosen.
+    audio = read_wav(CORPUS / "011.wav", 16000)
+    folder = Assets([SHARED / "models"]).folder("whisper-base")
+    preferring = PreferringTheLast()
+    plain = WhisperAsr(folder, beam_size=5, window_s=15.0)
+    other = WhisperAsr(folder, beam_size=5, window_s=15.0, rescorer=preferring)
+    plain.load()
+    other.load()
+    try:
+        first = await plain.transcribe(audio)
+        chosen = await other.transcribe(audio)
+        assert preferring.asked, "Whisper gave no second reading to weigh"
+        assert chosen != first  # the rescoring chose another reading…
+        assert other.last_scores == plain.last_scores  # … and the audio is judged as sure as before
+    finally:
+        plain.close()
+        other.close()
