@@ -69,6 +69,10 @@ def for_config(cfg: Config, llm: Llm | None, tools: Tools | None,
 
     guard = GuardOptions(soft_chars=cfg.llm.reply_soft_chars, max_chars=cfg.llm.reply_max_chars,
                          min_confidence=cfg.llm.min_confidence)
+    if tools is not None and cfg.tools.sounds_like_ask < 1:
+        from assistant.tools.sounds_like import prepare
+
+        prepare()  # the phrasings are read once (0.6 s here), now rather than on the first request
     return Responder(llm, tools, hotwords=hotwords_for(cfg), tool_calls=cfg.llm.tool_calls, guard=guard, now=now,
                      home=home.from_config(cfg), conversation_s=cfg.llm.conversation_s,
                      min_char_logprob=cfg.asr.min_char_logprob,

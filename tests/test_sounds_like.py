@@ -105,3 +105,12 @@ def test_the_check_is_off_at_one(tmp_path: Path) -> None:
     r = for_config(cfg, ScriptedLlm("好的。"), Tools(store, clock), now=clock)
     assert r.answer("今天是兄弟姐", spoken_s=1.4).intent is None
     store.close()
+
+
+def test_the_phrasings_are_read_when_the_responder_is_made_not_on_the_first_request(tmp_path: Path) -> None:
+    _forms.cache_clear()
+    store = Store(tmp_path / "t.sqlite3")
+    clock = FixedClock()
+    for_config(load(CONFIG, []), ScriptedLlm("好的。"), Tools(store, clock), now=clock)
+    assert _forms.cache_info().currsize == 1
+    store.close()

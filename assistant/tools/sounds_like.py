@@ -105,6 +105,11 @@ def _meaning(phrasing: str) -> str:
     return "" if found is None else f"{found.name} {sorted(found.slots.items())}"
 
 
+def prepare() -> None:
+    """Read every phrasing (once per process), so that the first request does not wait for it."""
+    _forms()
+
+
 def _align(heard: list[str], form: tuple[str, ...]) -> tuple[float, list[tuple[int, int, int]]]:
     """Least cost of hearing ``heard`` for ``form``, and for each free span of the form the
     (form index, first heard, end heard) it took."""
