@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from assistant import backends  # noqa: E402
+from assistant.audio.echo import EchoCanceller  # noqa: E402
 from assistant.config import load  # noqa: E402
 from benchmarks.asr_window import clips  # noqa: E402
 from benchmarks.commands import edits  # noqa: E402
@@ -56,7 +57,12 @@ VARIANTS: dict[str, list[str]] = {
     "rescore weight 0.2": ["asr.rescore_weight=0.2"],
     "rescore weight 0.5": ["asr.rescore_weight=0.5"],
     "rescore 3 best": ["asr.n_best=3"],
+    "through the echo canceller": [],
+    "through the echo canceller and noise suppression": ["echo.noise_suppression=true"],
 }
+# Variants whose clips first pass the microphone's WebRTC processing, as the product's ASR hears them
+# (nothing played, so only its filters and, with echo.noise_suppression, its suppressor act).
+PROCESSED = ("through the echo canceller", "through the echo canceller and noise suppression")
 Clip = tuple[str, str, np.ndarray]
 
 
@@ -70,6 +76,13 @@ def split() -> tuple[list[Clip], list[Clip], list[Clip]]:
     return general[0::2], general[1::2], commands
 
 
+def microphone(audio: np.ndarray, noise_suppression: bool) -> np.ndarray:
+    """``audio`` as the states hear it through the echo canceller with nothing played: a few
+    milliseconds late (its buffering and AEC3's own delay), so 30 ms of silence is added to keep the end."""
+    padded = np.concatenate([audio.astype(np.float32), np.zeros(480, np.float32)])
+    return EchoCanceller(16000, noise_suppression=noise_suppression).process(padded, np.zeros_like(padded))
+
+
 def pooled(results: list[tuple[int, int]]) -> float:
     return sum(e for e, _ in results) / max(1, sum(n for _, n in results))
 
@@ -78,6 +91,10 @@ async def measure(name: str, halves: tuple[list[Clip], list[Clip], list[Clip]], 
     cfg = load(ROOT / "config.toml", VARIANTS[name])
     asr = backends.asr(cfg, backends.assets_for(cfg))
     asr.load()
+    if name in PROCESSED:
+        def through(part: list[Clip]) -> list[Clip]:
+            return [(clip, ref, microphone(audio, cfg.echo.noise_suppression)) for clip, ref, audio in part]
+        halves = (through(halves[0]), through(halves[1]), through(halves[2]))
     try:
         await asr.transcribe(halves[0][0][2])  # warm-up
         scores: list[list[tuple[int, int]]] = []
