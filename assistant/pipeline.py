@@ -22,7 +22,7 @@ import structlog
 
 from assistant.audio import hygiene
 from assistant.audio.protocols import AudioSink, Samples
-from assistant.audio.wav import resample
+from assistant.audio.resample import resample
 from assistant.config import Config
 from assistant.events import ChunkQueued, EventBus, LlmFirstToken, PlaybackStarted, ReplyText, TextChunk, TtsChunk
 from assistant.phrase_cache import PhraseCache

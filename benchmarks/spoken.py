@@ -47,7 +47,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from assistant.answer_eval import OUTCOMES, Item, Rules, classify, judge, load_questions  # noqa: E402
-from assistant.audio.wav import read_wav, resample, write_wav  # noqa: E402
+from assistant.audio.resample import resample  # noqa: E402
+from assistant.audio.wav import read_wav, write_wav  # noqa: E402
 from assistant.text.cer import cer  # noqa: E402
 from benchmarks import rooms  # noqa: E402
 

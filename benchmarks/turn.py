@@ -45,7 +45,8 @@ sys.path.insert(0, str(ROOT))
 
 from assistant import app, backends, config, logs  # noqa: E402
 from assistant.app import Parts  # noqa: E402
-from assistant.audio.wav import read_wav, resample  # noqa: E402
+from assistant.audio.resample import resample  # noqa: E402
+from assistant.audio.wav import read_wav  # noqa: E402
 from assistant.events import to_record  # noqa: E402
 from assistant.replay import replay  # noqa: E402
 from assistant.respond import for_config  # noqa: E402

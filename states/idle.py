@@ -16,7 +16,7 @@ import structlog
 
 from assistant.audio.earcon import chime
 from assistant.audio.protocols import Samples
-from assistant.audio.wav import resample
+from assistant.audio.resample import resample
 from assistant.events import WakeDetected, WakeRejected
 from assistant.text.echo_match import match
 from states.onset import OnsetDetector

@@ -25,7 +25,7 @@ from typing import Any
 import structlog
 
 from assistant.audio.protocols import Samples
-from assistant.audio.wav import resample
+from assistant.audio.resample import resample
 from assistant.events import SpeechEnded, SpeechStarted
 from states.endpointer import Endpointer, Utterance
 from states.state import State, VadWindow

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from assistant.audio.protocols import Samples
-from assistant.audio.wav import resample
+from assistant.audio.resample import resample
 from assistant.events import Error, PlaybackFinished, ToolAnswered, Transcript
 from assistant.pipeline import FixedText, PipelineOptions, Recording, SpeechPipeline
 from assistant.respond import NOT_HEARD

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from assistant.audio.wav import resample
+from assistant.audio.resample import resample
 from models.protocols import Tts
 from tests.conftest import RATE, real, session_of, silence
 

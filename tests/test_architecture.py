@@ -144,11 +144,21 @@ def circles(graph: dict[str, set[str]]) -> list[set[str]]:
     return found
 
 
-def test_no_import_circle_crosses_a_package() -> None:
+# The states and their Session still name each other (the context every state is given, and the
+# Reply it holds); the turn handle of the turn issue is what takes this circle apart. Until then it
+# may not grow, and no other circle may appear.
+STATES_CIRCLE = {"states.barge_in", "states.endpointer", "states.idle", "states.listening", "states.onset",
+                 "states.reply", "states.session", "states.speaking", "states.state", "states.thinking"}
+
+
+def test_no_import_circle_outside_the_states() -> None:
     # the 19-module circle of the turn issue ran states → worker → the composition root → front ends
-    # → states; a package's own modules may still name each other (the states and their Session)
-    crossing = [sorted(c) for c in circles(module_graph()) if len({m.rpartition(".")[0] for m in c}) > 1]
-    assert crossing == []
+    # → states; the audio protocols, the played reference and the wav files were another
+    assert [sorted(c) for c in circles(module_graph()) if not c <= STATES_CIRCLE] == []
+
+
+def test_the_states_circle_does_not_grow() -> None:
+    assert [sorted(c - STATES_CIRCLE) for c in circles(module_graph()) if c & STATES_CIRCLE] in ([], [[]])
 
 
 def test_the_circle_check_sees_a_circle() -> None:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from assistant.audio.metrics import log_mel_distance
-from assistant.audio.wav import resample
+from assistant.audio.resample import resample
 from models import kokoro_split as ks
 from models.kokoro_tts import KokoroTts
 from models.whisper_asr import WhisperAsr

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from assistant.audio.wav import resample
+from assistant.audio.resample import resample
 from models.kokoro_tts import LETTERS, MAX_PHONEMES, KokoroTts, clauses, normalize, plan, split_long
 from models.protocols import ModelError, Samples
 from tests.conftest import SHARED, KokoroFiles

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from assistant.audio.metrics import log_mel_distance
-from assistant.audio.wav import resample
+from assistant.audio.resample import resample
 from assistant.text.cer import cer
 from models import kokoro_graph as kg
 from models import kokoro_split as ks

@@ -10,7 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from assistant.audio.wav import read_wav, resample
+from assistant.audio.resample import resample
+from assistant.audio.wav import read_wav
 from models.kokoro_tts import KokoroTts
 from models.whisper_asr import WhisperAsr
 from tests.conftest import ROOT, says

@@ -30,7 +30,8 @@ from wyoming.vad import VoiceStarted, VoiceStopped
 
 from assistant import app, backends
 from assistant.app import Parts
-from assistant.audio.wav import NullSink, read_wav, resample
+from assistant.audio.resample import resample
+from assistant.audio.wav import NullSink, read_wav
 from assistant.replay import replay
 from assistant.wyoming.link import HaLink
 from assistant.wyoming.pcm import chunks

@@ -25,7 +25,8 @@ from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, Synthesize
 from wyoming.wake import Detect, Detection, NotDetected
 
 from assistant import app
-from assistant.audio.wav import read_wav, resample
+from assistant.audio.resample import resample
+from assistant.audio.wav import read_wav
 from assistant.pipeline import PipelineOptions
 from assistant.wyoming.handler import Services
 from assistant.wyoming.info import describe

@@ -8,15 +8,12 @@ rate and report how far playback has got, in samples.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 Samples = npt.NDArray[np.float32]
-
-if TYPE_CHECKING:
-    from assistant.audio.reference import PlayedAudio
 
 
 class AudioDeviceError(RuntimeError):
@@ -34,9 +31,27 @@ class AudioSource(Protocol):
     def close(self) -> None: ...
 
 
+class Played(Protocol):
+    """What reached the speaker, handed back to the capture side (``assistant.audio.reference``)."""
+
+    def push(self, samples: Samples) -> None:
+        """Audio at the sink's rate, at the moment it goes out to the device."""
+        ...
+
+    def take(self, n: int) -> Samples:
+        """The next ``n`` played samples at the capture rate, padded with silence."""
+        ...
+
+    def clear(self) -> None: ...
+
+
 class AudioSink(Protocol):
     sample_rate: int
-    reference: PlayedAudio  # what reached the speaker, for the echo canceller
+
+    @property
+    def reference(self) -> Played:
+        """What reached the speaker, for the echo canceller."""
+        ...
 
     async def write(self, samples: Samples) -> None:
         """Queue audio for playback; may wait while the device buffer is full."""

@@ -13,7 +13,7 @@ import threading
 import numpy as np
 
 from assistant.audio.protocols import Samples
-from assistant.audio.wav import resample
+from assistant.audio.resample import resample
 
 
 class PlayedAudio:

@@ -7,10 +7,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import numpy as np
-import soxr
 
 from assistant.audio.pacing import Pacer
 from assistant.audio.protocols import Samples
+from assistant.audio.resample import resample
 from assistant.clock import SampleClock
 
 
@@ -48,13 +48,6 @@ def _pcm_to_float(raw: bytes, width: int) -> Samples:
         return (ints / float(1 << 23)).astype(np.float32)
     ints = np.frombuffer(raw, "<i2" if width == 2 else "<i4").astype(np.float64)
     return (ints / float(1 << (8 * width - 1))).astype(np.float32)
-
-
-def resample(audio: Samples, src_rate: int, dst_rate: int) -> Samples:
-    """High-quality resampling (libsoxr); a no-op when the rates match."""
-    if src_rate == dst_rate or audio.size == 0:
-        return audio.astype(np.float32, copy=False)
-    return np.asarray(soxr.resample(audio, src_rate, dst_rate), dtype=np.float32)
 
 
 def to_pcm16(audio: Samples) -> bytes:

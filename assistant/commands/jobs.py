@@ -18,7 +18,8 @@ import numpy as np
 from assistant import app
 from assistant.audio.alsa import AlsaSink
 from assistant.audio.protocols import AudioSink, Samples
-from assistant.audio.wav import WavFileSink, read_wav, resample, write_wav
+from assistant.audio.resample import resample
+from assistant.audio.wav import WavFileSink, read_wav, write_wav
 from assistant.config import Config
 from assistant.respond import Responder
 from models.protocols import char_logprob

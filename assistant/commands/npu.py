@@ -32,7 +32,8 @@ from typing import Any
 import numpy as np
 
 from assistant.audio.metrics import log_mel_distance
-from assistant.audio.wav import read_wav, resample
+from assistant.audio.resample import resample
+from assistant.audio.wav import read_wav
 from assistant.backends import assets_for
 from assistant.config import Config
 from assistant.text.cer import cer
