@@ -54,7 +54,18 @@ def test_write_then_read_round_trips(tmp_path):
     audio = (0.3 * np.sin(np.arange(16000) / 10)).astype(np.float32)
     write_wav(tmp_path / "a.wav", audio, 16000)
     assert np.allclose(read_wav(tmp_path / "a.wav", 16000), audio, atol=1 / 32768)
-    assert not (tmp_path / "a.wav.part").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.wav"]  # no temporary file left
+
+
+def test_two_writers_of_one_path_never_share_a_temporary_file(tmp_path):
+    # two benchmark processes caching the same utterance: each renames its own whole file
+    from concurrent.futures import ThreadPoolExecutor
+
+    audio = (0.3 * np.sin(np.arange(16000) / 10)).astype(np.float32)
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda _: write_wav(tmp_path / "a.wav", audio, 16000), range(16)))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.wav"]
+    assert np.allclose(read_wav(tmp_path / "a.wav", 16000), audio, atol=1 / 32768)
 
 
 def test_bad_files_raise_one_clear_error(tmp_path):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 import wave
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -55,14 +57,20 @@ def to_pcm16(audio: Samples) -> bytes:
 
 
 def write_wav(path: Path, audio: Samples, sample_rate: int) -> None:
-    """Write 16-bit mono PCM; the file is written whole to a temporary name, then renamed."""
-    tmp = path.with_name(path.name + ".part")
-    with wave.open(str(tmp), "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(sample_rate)
-        w.writeframes(to_pcm16(audio))
-    tmp.replace(path)
+    """Write 16-bit mono PCM; the file is written whole to a temporary name of its own (two writers
+    of the same path never share one), then renamed."""
+    fd, name = tempfile.mkstemp(prefix=path.name + ".", suffix=".part", dir=path.parent)
+    tmp = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as raw, wave.open(raw, "wb") as w:
+            w.setnchannels(1)
+            w.setsampwidth(2)
+            w.setframerate(sample_rate)
+            w.writeframes(to_pcm16(audio))
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 class WavFileSource:
