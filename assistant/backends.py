@@ -115,9 +115,9 @@ def rescorer(cfg: Config, assets: Assets) -> Rescorer | None:
 
 def llm(cfg: Config, assets: Assets, gate: CoreGate | None = None) -> Llm:
     """The configured LLM with the built-in prompt and its examples, or the configured prompt alone."""
-    from models.chat import EXAMPLES, SYSTEM_PROMPT
+    from models.chat import prompt
 
-    system_prompt, examples = (cfg.llm.system_prompt, ()) if cfg.llm.system_prompt else (SYSTEM_PROMPT, EXAMPLES)
+    system_prompt, examples = prompt(cfg.llm.system_prompt)
     if cfg.llm.tool_calls:
         from assistant.tools.toolcall import PROMPT as tail
 

@@ -66,9 +66,11 @@ def for_config(cfg: Config, llm: Llm | None, tools: Tools | None,
                now: Callable[[], datetime] | None = None) -> Responder:
     """The responder the configuration asks for (hot words, tool calls, reply lengths, Home Assistant)."""
     from assistant.tools import home
+    from models.chat import prompt
 
     guard = GuardOptions(soft_chars=cfg.llm.reply_soft_chars, max_chars=cfg.llm.reply_max_chars,
-                         min_confidence=cfg.llm.min_confidence)
+                         min_confidence=cfg.llm.min_confidence,
+                         examples=tuple(asked for asked, _ in prompt(cfg.llm.system_prompt)[1]))
     if tools is not None and cfg.tools.sounds_like_ask < 1:
         from assistant.tools.sounds_like import prepare
 
@@ -146,13 +148,16 @@ class Responder:
     def _sounds_like(self, text: str) -> Answer | None:
         """A heard request that is a command through slips in several syllables (今天是兄弟姐 →
         今天是星期几): answered as that command when its phrasing is near and nothing meaning otherwise
-        is as near, asked back when only near; None for a request that sounds like no command."""
+        is as near, asked back when only near or when it carries an item heard through the slips;
+        None for a request that sounds like no command."""
         from assistant.tools.sounds_like import MARGIN, heard_as
 
         if self.tools is None or self.near_sound >= 1 or (heard := heard_as(text)) is None \
                 or heard.score < self.near_sound:
             return None  # off (sounds_like_ask = 1), or no command is near
-        if heard.score >= self.sure_sound and heard.score - heard.rival >= MARGIN:
+        # A todo's item is taken as heard, through the same slips (添加待办给花浇水 → 底花酒水):
+        # confirmed, never saved unasked
+        if heard.score >= self.sure_sound and heard.score - heard.rival >= MARGIN and not heard.item:
             answer = self._local(heard.text)
             if answer is not None:
                 log.info("a command heard through slips", heard=text, meant=heard.text, score=heard.score)

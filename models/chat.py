@@ -34,6 +34,11 @@ EXAMPLES: tuple[Example, ...] = (
 """The default worked examples, as chat turns after the system prompt."""
 
 
+def prompt(configured: str) -> tuple[str, tuple[Example, ...]]:
+    """The system prompt and examples an LLM is given: the built-in ones, or a configured prompt alone."""
+    return (configured, ()) if configured else (SYSTEM_PROMPT, EXAMPLES)
+
+
 def inline_examples(system_prompt: str, examples: Sequence[Example]) -> str:
     """The examples written into the system prompt, for runtimes that take a system text only (RKLLM)."""
     if not examples:

@@ -5,8 +5,17 @@ from __future__ import annotations
 import pytest
 
 from assistant.respond import ReplyGuard
-from assistant.text.guard import CANNOT, IDENTITY, NO_LOOKUP, NO_NETWORK, NOT_HEARD, ClauseGuard, GuardOptions
-from models.chat import History
+from assistant.text.guard import (
+    ASK_AGAIN,
+    CANNOT,
+    IDENTITY,
+    NO_LOOKUP,
+    NO_NETWORK,
+    NOT_HEARD,
+    ClauseGuard,
+    GuardOptions,
+)
+from models.chat import EXAMPLES, History
 from tests.doubles import ScriptedLlm
 
 
@@ -103,3 +112,28 @@ def test_a_run_without_punctuation_is_not_held_back():
     guard = ClauseGuard()
     out = [said for ch in "一二三四五六七八九十" * 2 for said in guard.feed(ch)]
     assert "".join(out) == "一二三四五六七八九十一二三四五六"  # released at LONG_CLAUSE characters
+
+
+EXAMPLE_REQUESTS = tuple(asked for asked, _ in EXAMPLES)
+
+
+@pytest.mark.parametrize(("request_", "reply", "said"), [
+    # the 0.5B on two misheard requests of the spoken evaluation's near room: its prompt's example again
+    ("我做的", "我今天好烦，抱抱你，先深呼吸歇一会儿，想聊聊吗？", ASK_AGAIN),
+    ("多么去哪里玩比较好?", "你今天好烦，抱抱你，先深呼吸歇一会儿，想聊聊吗？", ASK_AGAIN),
+    ("我饿了", "先吃点东西吧。我今天好烦，抱抱你。", "先吃点东西吧。"),  # later in a reply: the end of it
+])
+def test_a_reply_that_replays_the_prompts_example_dialogue_is_no_answer(request_, reply, said):
+    guard = ClauseGuard(GuardOptions(examples=EXAMPLE_REQUESTS), request=request_)
+    out = [piece for ch in reply for piece in guard.feed(ch)] + guard.finish()
+    assert "".join(out) == said
+
+
+@pytest.mark.parametrize(("request_", "reply"), [
+    ("我今天好烦", "抱抱你，先深呼吸歇一会儿，想聊聊吗？"),  # the example's own request is answered so
+    ("早上好", "你好呀！今天有什么打算？"),  # a short example request (你好呀) is an everyday reply too
+])
+def test_an_example_reply_to_its_own_request_is_said(request_, reply):
+    guard = ClauseGuard(GuardOptions(examples=EXAMPLE_REQUESTS), request=request_)
+    out = [piece for ch in reply for piece in guard.feed(ch)] + guard.finish()
+    assert "".join(out) == reply

@@ -92,6 +92,18 @@ def test_a_request_only_near_a_command_is_asked_back_and_a_yes_answers_it(respon
     assert llm.asked == []
 
 
+def test_a_todo_heard_through_slips_is_confirmed_not_saved_with_its_item_as_heard(responder, tmp_path) -> None:
+    r, _ = responder
+    found = heard_as("听家代棒底花酒水。")  # 添加待办给花浇水 in the near room: the item came out as 底花酒水
+    assert found is not None and (found.intent, found.item) == ("todo_add", "底花酒水") and found.score >= 0.75
+    asked = r.answer("听家代棒底花酒水。", spoken_s=2.1)
+    assert (asked.intent, asked.source.text) == ("confirm", "你是说“添加待办底花酒水”吗？")
+    assert r.tools.store.todos() == []
+    r.finished()
+    assert r.answer("不是", spoken_s=0.5).intent != "todo_add"
+    assert r.tools.store.todos() == []
+
+
 def test_a_doubtful_direction_is_asked_back_not_guessed(responder) -> None:
     r, _ = responder
     asked = r.answer("把音量都少一点", spoken_s=1.5)

@@ -11,7 +11,10 @@ stream and the chunker and, per clause (text up to a clause-ending mark):
 - replaces a claim the assistant cannot make — another identity, an action nothing performed, a
   live fact (weather) it has no way to know — with an honest sentence, and ends the reply there;
 - asks again when the reply's first clause only says the request back (``parrot.restates``: the
-  model echoing a garbled transcript is no answer);
+  model echoing a garbled transcript is no answer), or when it writes a worked example's request
+  (``examples``) that was not asked: the 0.5B, lost on a misheard 我做的 or 多么去哪里玩比较好,
+  replays its prompt's example dialogue (我今天好烦，抱抱你，先深呼吸歇一会儿…); later in the reply
+  such a line ends it;
 - holds back a bare acknowledgement (好的，) until the clause after it is known to be honest, so an
   honest replacement never follows a "好的";
 - says 这个我不太确定 instead of a first clause the model itself doubted (``min_confidence``: the
@@ -31,6 +34,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
+from assistant.text.cer import cer
 from assistant.text.markdown import strip_markup
 from assistant.text.parrot import restates
 
@@ -87,6 +91,8 @@ class GuardOptions:
     soft_chars: int = 30  # end at the first sentence end after this many characters
     max_chars: int = 50  # never go past this many (0: no limit)
     min_confidence: float = 0.0  # a doubted first clause below this is not said (0: never doubted)
+    # The worked examples' requests the model was shown (models.chat.EXAMPLES), which it may copy
+    examples: tuple[str, ...] = ()
 
 
 class ClauseGuard:
@@ -154,6 +160,8 @@ class ClauseGuard:
             return Verdict.HELD, text
         if not self._said and self.request and restates(self.request, text):
             return Verdict.REPLACED, ASK_AGAIN
+        if copies_an_example(text, self.options.examples):
+            return (Verdict.ENDED, "") if self._said else (Verdict.REPLACED, ASK_AGAIN)
         if not self._said and confidence < self.options.min_confidence and asks_a_fact(self.request):
             return Verdict.REPLACED, UNSURE
         limit = self.options.max_chars
@@ -190,6 +198,22 @@ class ClauseGuard:
             return []
         self._said.append(text)
         return [text]
+
+
+EXAMPLE_MIN_CHARS = 4  # a shorter example request (你好呀) is also an everyday first clause of a reply
+EXAMPLE_NEAR = 0.25  # a clause this near (CER) an example's request is that request
+
+
+def copies_an_example(clause: str, examples: tuple[str, ...]) -> bool:
+    """Whether ``clause`` of a reply is one of the worked ``examples``' requests (我今天好烦; 你今天好烦
+    too): the model writing its prompt's dialogue, not answering. (Where the request itself was that,
+    the clause says it back, which ``restates`` catches first.)"""
+    return any(len(example) >= EXAMPLE_MIN_CHARS and cer(example, clause) <= EXAMPLE_NEAR
+               for example in map(_content, examples))
+
+
+def _content(text: str) -> str:
+    return "".join(ch for ch in text if ch.isalnum())
 
 
 _FACT_QUESTION = re.compile(r"谁|什么|哪|几|多少|多大|多高|多长|多远|多久|为什么|为啥|怎么会|是不是|吗|呢")

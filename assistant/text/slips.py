@@ -30,6 +30,7 @@ _BEFORE_OP = re.compile(rf"(?<![\u4e00-\u9fff])(?P<span>[^\W\d{NUMERALS}]{{1,2}}
 _AFTER_OP = re.compile(rf"(?<=[\d{NUMERALS}])(?P<op>{_OPERATOR})(?!以|上|去|掉)(?P<span>[^\W\d{NUMERALS}]{{1,2}})"
                        rf"(?=[\d{NUMERALS}]|$|等于|是|得|多少|几)")
 _IS = re.compile(r"(?<=\d)(十|事|市|式|时|实|使|四)(?=多少|几)")
+_SPACE = re.compile(r"(?<=[\u4e00-\u9fff])\s+|\s+(?=[\u4e00-\u9fff])")  # beside a Chinese character (not 25 14)
 
 
 @lru_cache(maxsize=64)
@@ -82,10 +83,11 @@ def repair(text: str) -> tuple[str, list[tuple[str, str]]]:
         fixes.append((m[0], "是"))
         return "是"
 
-    text = _BEFORE_OP.sub(numeral, text)
-    text = _AFTER_OP.sub(numeral, text)
-    text = _IS.sub(copula, text)
-    return text, fixes
+    joined = _SPACE.sub("", text)  # Whisper's spaces inside a sentence (100 减去 38 十多 少) mean nothing
+    joined = _BEFORE_OP.sub(numeral, joined)
+    joined = _AFTER_OP.sub(numeral, joined)
+    joined = _IS.sub(copula, joined)
+    return (joined, fixes) if fixes else (text, fixes)
 
 
 _DAYS = {"jin": "今天", "ming": "明天", "hou": "后天", "zuo": "昨天"}

@@ -66,6 +66,7 @@ class Heard:
     intent: str
     score: float  # 0..1
     rival: float  # the best score of a phrasing that means something else (调高 for 调小), 0 if none
+    item: str = ""  # what the rest of the request (``…``: a todo's item) took, as heard
 
 
 @dataclass(frozen=True)
@@ -171,4 +172,5 @@ def heard_as(text: str) -> Heard | None:
     rival = max((s for s, f, _ in scored if f.meaning != form.meaning), default=0.0)
     filled = {j: text[tokens[a][1] : tokens[b - 1][2]] for j, a, b in spans}
     said = "".join(filled.get(j, piece) for j, piece in enumerate(form.pieces))
-    return Heard(said, form.intent, round(score, 3), round(rival, 3))
+    item = "".join(filled.get(j, "") for j, piece in enumerate(form.pieces) if piece == REST)
+    return Heard(said, form.intent, round(score, 3), round(rival, 3), item)
