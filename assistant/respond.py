@@ -16,7 +16,7 @@ same way, it is answered.
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -115,10 +115,12 @@ class Responder:
         # command; this near, asked back; farther, left as heard.
         self.sure_sound, self.near_sound = sounds_like
 
-    def answer(self, text: str, *, spoken_s: float = 0.0, char_logprob: float | None = None) -> Answer:
+    def answer(self, text: str, *, spoken_s: float = 0.0, char_logprob: float | None = None,
+               readings: Sequence[str] = ()) -> Answer:
         """Decide who answers ``text``, a request that took ``spoken_s`` seconds to say, whose transcript
         the ASR's rescoring model found ``char_logprob`` likely (per character; None: not weighed, as
-        typed text). A tool's answer is computed (and saved) here, before it is spoken."""
+        typed text), and which the ASR also read as ``readings`` (likeliest first). A tool's answer is
+        computed (and saved) here, before it is spoken."""
         doubted, self.doubted = self.doubted, None
         if not self._scope(spoken_s):
             self.pending = None  # a confirmation question is answered in its conversation, or never
@@ -131,6 +133,8 @@ class Responder:
             self.pending = meant
             log.info("a doubtful command: asking back", heard=text, meant=meant)
             return Answer(FixedText(f"你是说“{meant}”吗？"), text, "confirm")
+        if spoken_s > 0 and readings and (read := self._other_reading(text, readings)) is not None:
+            return read
         local = self._local(text)
         if local is not None:
             return local
@@ -168,6 +172,38 @@ class Responder:
         log.info("a request that sounds like a command: asking back", heard=text, meant=heard.text,
                  score=heard.score, rival=heard.rival)
         return Answer(FixedText(f"你是说“{heard.text}”吗？"), text, "confirm")
+
+    def _other_reading(self, text: str, readings: Sequence[str]) -> Answer | None:
+        """The answer where the ASR's other readings know better (``tools.readings``): a command the
+        chosen reading missed, answered or asked back; a sum whose numbers they disagree on, asked back."""
+        from assistant.tools.readings import other_reading
+        from assistant.tools.router import route
+
+        tools = self.tools
+        if tools is None:
+            return None
+        corrected = {r: self.correct(r, quiet=True) for r in readings}
+        now = self.now()
+
+        def intent(reading: str) -> str | None:
+            found = route(corrected.get(reading, reading), now, honest_limits=self.honest_limits)
+            return None if found is None or found.name == "repeat" else found.name
+
+        def query(reading: str) -> str:
+            said = corrected.get(reading, reading)
+            found = route(said, now, honest_limits=self.honest_limits)
+            return tools.answer(found, said) if found is not None else ""
+
+        meant = other_reading(text, list(corrected), intent, query)
+        if meant is None:
+            return None
+        said = corrected.get(meant.text, meant.text)
+        if meant.sure and (answer := self._local(said)) is not None:
+            log.info("another reading is the command", heard=text, meant=said, intent=meant.intent)
+            return answer
+        self.pending = said
+        log.info("the readings disagree: asking back", heard=text, meant=said, readings=list(readings)[:4])
+        return Answer(FixedText(f"你是说“{said}”吗？"), text, "confirm")
 
     def withdraw(self, text: str) -> None:
         """The request ``text`` was not finished (the speaker went on after a pause): its reply, cut,
@@ -211,19 +247,20 @@ class Responder:
         intent = route(text, self.now())
         return intent.slots.get("detail", "") if intent is not None and intent.name == "no_device" else None
 
-    def correct(self, text: str) -> str:
+    def correct(self, text: str, *, quiet: bool = False) -> str:
         """``text`` with near-miss command words put right (``tools.hotwords``), and a sum's numerals
-        heard through a slip (``slips.repair``)."""
+        heard through a slip (``slips.repair``); each fix logged unless ``quiet``."""
         if self.hotwords is None:
             return text
         from assistant.text.slips import repair
 
         text, fixes = self.hotwords.correct(text)
-        for fix in fixes:
-            log.info("hot word corrected", heard=fix.heard, word=fix.word, score=fix.score)
         text, slipped = repair(text)
-        for heard, put in slipped:
-            log.info("a sum's slip put right", heard=heard, put=put)
+        if not quiet:
+            for fix in fixes:
+                log.info("hot word corrected", heard=fix.heard, word=fix.word, score=fix.score)
+            for heard, put in slipped:
+                log.info("a sum's slip put right", heard=heard, put=put)
         return text
 
     def tool_answer(self, text: str) -> tuple[str | None, str | None]:

@@ -102,6 +102,20 @@ async def char_logprob(asr: Asr, text: str) -> float | None:
     return await asr.char_logprob(text) if isinstance(asr, Weighing) else None
 
 
+@runtime_checkable
+class Reading(Protocol):
+    """An ASR that keeps the other readings its beam weighed for the last transcript."""
+
+    async def readings(self, text: str) -> list[str]:
+        """The other readings of the transcription that gave ``text``, likeliest first ([] if none)."""
+        ...
+
+
+async def readings(asr: Asr, text: str) -> list[str]:
+    """``asr``'s other readings of the utterance transcribed as ``text`` (``Reading``), or []."""
+    return await asr.readings(text) if isinstance(asr, Reading) else []
+
+
 class Rescorer(Protocol):
     """A language model weighing an ASR's hypotheses: how likely each sentence is. Loaded, used and
     closed on the ASR's own worker thread."""

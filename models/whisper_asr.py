@@ -25,6 +25,9 @@ log-probability per character. Most near-misses Whisper is sure of read as nonse
 −6.5, 不认他 for 我饿了 −6.9; the requests heard right in the spoken evaluation are above −5 but one), so
 the responder asks again rather than have the LLM answer words nobody said. The last transcription's
 hypotheses were weighed already; only a text it did not weigh costs a forward pass.
+``readings(text)`` gives the other weighed hypotheses of the transcription that gave ``text``, most
+likely first (九成以七十多少 beside 周成以七十多少): the responder looks there for a command the chosen
+reading missed, or a sum whose numbers the readings disagree on.
 
 The encoder window is sized to the utterance: faster-whisper always pads the features to Whisper's
 30 s (3000 frames), but CTranslate2's encoder takes fewer frames, and a request of a few seconds
@@ -96,6 +99,8 @@ class WhisperAsr:
         self.rescore_weight = rescore_weight
         self.last_scores: tuple[float, float] | None = None  # (mean log-prob, no-speech prob) of the last run
         self._weighed: dict[str, float] = {}  # the rescorer's summed log-prob of each text it weighed last
+        self._ranked: list[str] = []  # the last weighing's readings, likeliest first
+        self._readings: tuple[str, list[str]] = ("", [])  # the last transcript, and its other readings
         self._worker = Worker("asr")
         self._model: Any = None
         self._t2s: Any = None
@@ -156,6 +161,12 @@ class WhisperAsr:
         summed = await self._worker.run(self._weighed_once, content)
         return summed / len(content) if summed > -math.inf else None
 
+    async def readings(self, text: str) -> list[str]:
+        """The other readings Whisper's beam weighed for the transcription that gave ``text`` (Simplified,
+        likeliest first), or [] when ``text`` is not the last transcript or nothing was weighed."""
+        last, others = self._readings
+        return list(others) if text and text == last else []
+
     def _weighed_once(self, content: str) -> float:
         """``content``'s summed log-probability, from the last weighing when it was among its texts."""
         if content not in self._weighed:
@@ -176,7 +187,7 @@ class WhisperAsr:
         if self._model is None:
             raise ModelError("asr: used before load()")
         seconds = len(samples) / self.sample_rate
-        self._weighed = {}
+        self._weighed, self._ranked = {}, []
         biased = self.likely_command is None  # the hot words from the start
         try:
             if self.window_s >= FULL_WINDOW_S or seconds + WINDOW_MARGIN_S >= FULL_WINDOW_S:
@@ -188,7 +199,10 @@ class WhisperAsr:
                     text, mean, no_speech = self._full(samples, stop, biased)
         except Stopped:
             return ""
-        return self._checked(str(self._t2s.convert(text)), mean, no_speech)
+        checked = self._checked(str(self._t2s.convert(text)), mean, no_speech)
+        chosen = _content(checked)
+        self._readings = (checked, [r for r in self._ranked if _content(r) != chosen] if checked else [])
+        return checked
 
     def _full(self, samples: Samples, stop: threading.Event, biased: bool) -> tuple[str, float, float]:
         """faster-whisper's own loop, and again with the hot words if the plain transcript sounds like
@@ -257,8 +271,11 @@ class WhisperAsr:
         found = [(self._tokenizer.decode(tokens).strip(), score * len(tokens), len(tokens))
                  for tokens, score in zip(result.sequences_ids, result.scores, strict=True)]
         rescorer = self.rescorer
-        text = (rescored(found, rescorer, self.rescore_weight, self._t2s.convert, self._weighed)[0]
+        ranked: list[Hypothesis] = []
+        text = (rescored(found, rescorer, self.rescore_weight, self._t2s.convert, self._weighed, ranked)[0]
                 if rescorer and len(found) > 1 else found[0][0])
+        if temperature == 0:
+            self._ranked = [str(self._t2s.convert(h[0])) for h in ranked]
         # How sure Whisper is of the audio is its own best hypothesis' score (faster-whisper's
         # avg_logprob), whichever reading the rescoring chose: a less likely reading of the same
         # words is no reason to call the whole utterance uncertain (corpus 029 was dropped so).
@@ -297,7 +314,8 @@ Hypothesis = tuple[str, float, int]  # text, Whisper's summed log-probability, t
 
 
 def rescored(found: list[Hypothesis], rescorer: Rescorer, weight: float,
-             simplified: Callable[[str], str], weighed: dict[str, float] | None = None) -> Hypothesis:
+             simplified: Callable[[str], str], weighed: dict[str, float] | None = None,
+             ranked: list[Hypothesis] | None = None) -> Hypothesis:
     """The hypothesis Whisper and the language model together find likeliest (Whisper's summed
     log-prob + ``weight`` × the model's). Weighed are the readings of Whisper's first hypothesis:
     those of about its length (within ``LENGTH_SLACK``, at least a character), since a summed
@@ -305,7 +323,8 @@ def rescored(found: list[Hypothesis], rescorer: Rescorer, weight: float,
     first half); those that differ only in punctuation, or in Traditional against Simplified
     characters, are weighed once, as the first of them. A first hypothesis longer than
     ``RESCORED_CHARS`` is kept as it is: the weighing costs time by the token, and requests are short.
-    ``weighed`` is given each weighed text's (its letters and digits) log-probability."""
+    ``weighed`` is given each weighed text's (its letters and digits) log-probability, and ``ranked``
+    the weighed hypotheses, likeliest together first."""
     first = _content(simplified(found[0][0]))
     if not first or len(first) > RESCORED_CHARS:
         return found[0]
@@ -320,7 +339,10 @@ def rescored(found: list[Hypothesis], rescorer: Rescorer, weight: float,
     lm = rescorer.logprobs(list(distinct))
     if weighed is not None:
         weighed.update(zip(distinct, lm, strict=True))
-    best = max(zip(distinct.values(), lm, strict=True), key=lambda pair: pair[0][1] + weight * pair[1])[0]
+    order = sorted(zip(distinct.values(), lm, strict=True), key=lambda pair: -(pair[0][1] + weight * pair[1]))
+    if ranked is not None:
+        ranked[:] = [hypothesis for hypothesis, _ in order]
+    best = order[0][0]
     if best is not found[0]:
         log.info("transcript rescored", whisper=found[0][0], now=best[0])
     return best

@@ -25,7 +25,7 @@ from assistant.pipeline import FixedText, PipelineOptions, Recording, SpeechPipe
 from assistant.respond import NOT_HEARD
 from assistant.tasks import TaskScope
 from assistant.text.echo_match import syllables
-from models.protocols import APOLOGY, WorkerLost, char_logprob
+from models.protocols import APOLOGY, WorkerLost, char_logprob, readings
 
 if TYPE_CHECKING:
     from assistant.respond import Answer
@@ -88,7 +88,9 @@ class Reply:
             self.stage = "tool"
             spoken_s = len(utterance) / s.cfg.audio.sample_rate
             likely = await char_logprob(s.models.asr, text)
-            answer = s.responder.answer(text, spoken_s=spoken_s, char_logprob=likely)  # a tool's answer is saved here
+            others = await readings(s.models.asr, text)
+            # a tool's answer is saved here
+            answer = s.responder.answer(text, spoken_s=spoken_s, char_logprob=likely, readings=others)
             self.answer = answer
             if answer.intent is not None:
                 s.bus.publish(ToolAnswered(intent=answer.intent))

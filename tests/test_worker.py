@@ -74,6 +74,9 @@ async def test_the_models_answer_across_the_process_boundary(worker: InferencePr
     likely = await asr.char_logprob(heard)  # the worker's rescoring model weighed it with the hypotheses
     assert likely is not None and -5.0 < likely < 0, likely
     assert await asr.char_logprob("") is None
+    others = await asr.readings(heard)  # and its beam's other readings
+    assert isinstance(others, list) and heard not in others
+    assert await asr.readings("不是刚才的话") == []
     reply = "".join([piece async for piece in llm.reply("你好")])
     assert reply.strip()
     assert llm.history.exchanges == [("你好", reply)]  # the conversation is kept on this side

@@ -22,7 +22,7 @@ from assistant.audio.resample import resample
 from assistant.audio.wav import WavFileSink, read_wav, write_wav
 from assistant.config import Config
 from assistant.respond import Responder
-from models.protocols import char_logprob
+from models.protocols import char_logprob, readings
 
 
 def transcribe(cfg: Config, args: argparse.Namespace) -> int:
@@ -68,8 +68,9 @@ def answer_file(cfg: Config, args: argparse.Namespace) -> int:
             print("(nothing was heard in the recording)", file=sys.stderr)
             return 1
         likely = asyncio.run(char_logprob(parts.asr, text))
+        others = asyncio.run(readings(parts.asr, text))
         spoken_s = len(audio) / cfg.audio.sample_rate
-        answer = _responder(parts).answer(text, spoken_s=spoken_s, char_logprob=likely)
+        answer = _responder(parts).answer(text, spoken_s=spoken_s, char_logprob=likely, readings=others)
         asyncio.run(_answer(parts, answer.source, answer.text, sink, args.output))
     return 0
 

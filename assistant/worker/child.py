@@ -30,7 +30,7 @@ import structlog
 from assistant import logs
 from assistant.config import Config, ConfigError
 from models.cores import CoreGate, Flag
-from models.protocols import ModelError, char_logprob, scored_reply
+from models.protocols import ModelError, char_logprob, readings, scored_reply
 
 log = structlog.get_logger("worker")
 
@@ -165,6 +165,8 @@ class Server:
             return await model.transcribe(*args)
         if (backend, method) == ("asr", "char_logprob"):
             return await char_logprob(model, *args)
+        if (backend, method) == ("asr", "readings"):
+            return await readings(model, *args)
         if (backend, method) == ("llm", "prefill"):
             text, exchanges = args
             prefill: Callable[[str], None] | None = getattr(model, "prefill", None)

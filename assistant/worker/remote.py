@@ -55,6 +55,11 @@ class RemoteAsr(_Audio):
         value: float | None = await self.worker.call("asr", "char_logprob", text)
         return value
 
+    async def readings(self, text: str) -> list[str]:
+        """The worker's ASR's other readings of ``text`` (``Reading``; [] where it keeps none)."""
+        found: list[str] = await self.worker.call("asr", "readings", text)
+        return found
+
 
 class RemoteLlm(_Remote):
     kind = "llm"

@@ -1,0 +1,74 @@
+"""Whisper's other readings of a heard request: a command the chosen reading missed is answered (the
+time, a date) or asked back, and a sum whose readings disagree on its numbers is asked back. The
+readings are Whisper base's beam for Kokoro voices in the spoken evaluation's near room."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from assistant.config import load
+from assistant.respond import for_config
+from assistant.tools.answers import Tools
+from assistant.tools.readings import Meant, other_reading
+from assistant.tools.store import Store
+from tests.doubles import FixedClock, ScriptedLlm
+
+CONFIG = Path(__file__).resolve().parent.parent / "config.toml"
+ROUTES = {"九乘以七是多少": "calc", "5加27等于多少": "calc", "十五加27等于多少": "calc", "现在几点了": "time",
+          "正在几点了": "time"}
+ANSWERS = {"九乘以七是多少": "63", "5加27等于多少": "32", "十五加27等于多少": "42", "现在几点了": "8点",
+           "正在几点了": "8点"}
+
+
+def read(chosen: str, readings: list[str]) -> Meant | None:
+    return other_reading(chosen, readings, ROUTES.get, lambda t: ANSWERS[t])
+
+
+def test_a_command_in_another_reading_is_asked_back_and_a_query_they_agree_on_is_answered() -> None:
+    assert read("周成以七十多少", ["周承以七十多少", "九乘以七是多少"]) == Meant("九乘以七是多少", "calc", False)
+    assert read("镇在几点了", ["现在几点了", "正在几点了"]) == Meant("现在几点了", "time", True)
+
+
+def test_a_sum_whose_readings_disagree_on_its_numbers_is_asked_back() -> None:
+    assert read("十五加27等于多少", ["5加27等于多少"]) == Meant("十五加27等于多少", "calc", False)
+    assert read("十五加27等于多少", ["十五加二十七等于多少"]) is None  # the same sum, or no other command
+
+
+def test_readings_that_name_no_command_change_nothing() -> None:
+    assert read("给我讲个故事吧", ["给我讲个故事把", "给我将个故事吧"]) is None
+    assert read("现在几点了", ["正在几点了"]) is None  # a command already, and not a sum
+    assert read("给我讲个故事吧", []) is None
+
+
+@pytest.fixture
+def responder(tmp_path: Path):
+    store = Store(tmp_path / "t.sqlite3")
+    clock = FixedClock()
+    llm = ScriptedLlm("周成以七十多少是一个成语。")
+    yield for_config(load(CONFIG, []), llm, Tools(store, clock), now=clock), llm
+    store.close()
+
+
+def test_a_heard_request_is_answered_from_the_reading_that_is_a_command(responder) -> None:
+    r, llm = responder
+    asked = r.answer("周成以七十多少", spoken_s=1.6, readings=["周承以七十多少", "九成以七十多少"])
+    assert (asked.intent, asked.source.text) == ("confirm", "你是说“九乘以七十多少”吗？")  # 成以 → 乘以
+    r.finished()
+    assert r.answer("是的", spoken_s=0.5).intent == "calc"  # what was asked back, confirmed
+    answered = r.answer("镇在几点了", spoken_s=1.2, readings=["正在几点了"])
+    assert answered.intent == "time"
+    assert llm.asked == []
+
+
+def test_a_sum_the_readings_disagree_on_is_not_answered_with_its_numbers(responder) -> None:
+    r, _ = responder
+    asked = r.answer("十五加27等于多少", spoken_s=1.8, readings=["5加27等于多少"])
+    assert (asked.intent, asked.source.text) == ("confirm", "你是说“十五加27等于多少”吗？")
+    assert r.answer("十五加27等于多少", spoken_s=1.8).intent == "calc"  # without readings: answered
+
+
+def test_typed_text_has_no_readings(responder) -> None:
+    r, _ = responder
+    assert r.answer("十五加27等于多少", readings=["5加27等于多少"]).intent == "calc"
