@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from assistant import backends  # noqa: E402
 from assistant.audio.echo import EchoCanceller  # noqa: E402
+from assistant.audio.linear_echo import LinearEchoCanceller  # noqa: E402
 from assistant.config import load  # noqa: E402
 from benchmarks.asr_window import clips  # noqa: E402
 from benchmarks.commands import edits  # noqa: E402
@@ -59,10 +60,12 @@ VARIANTS: dict[str, list[str]] = {
     "rescore 3 best": ["asr.n_best=3"],
     "through the echo canceller": [],
     "through the echo canceller and noise suppression": ["echo.noise_suppression=true"],
+    "through the linear canceller": [],
 }
-# Variants whose clips first pass the microphone's WebRTC processing, as the product's ASR hears them
-# (nothing played, so only its filters and, with echo.noise_suppression, its suppressor act).
-PROCESSED = ("through the echo canceller", "through the echo canceller and noise suppression")
+# Variants whose clips first pass the microphone's processing with nothing played: WebRTC AEC3 (only
+# its filters act, and with echo.noise_suppression its suppressor), or the linear canceller alone.
+PROCESSED = {"through the echo canceller": "aec3", "through the echo canceller and noise suppression": "aec3",
+             "through the linear canceller": "linear"}
 Clip = tuple[str, str, np.ndarray]
 
 
@@ -76,10 +79,16 @@ def split() -> tuple[list[Clip], list[Clip], list[Clip]]:
     return general[0::2], general[1::2], commands
 
 
-def microphone(audio: np.ndarray, noise_suppression: bool) -> np.ndarray:
-    """``audio`` as the states hear it through the echo canceller with nothing played: a few
-    milliseconds late (its buffering and AEC3's own delay), so 30 ms of silence is added to keep the end."""
+def microphone(audio: np.ndarray, kind: str, noise_suppression: bool) -> np.ndarray:
+    """``audio`` through a canceller with nothing played (``kind``: "aec3", as the states hear it, or
+    "linear"): a few milliseconds late (buffering, AEC3's own delay), so 30 ms of silence keeps the end."""
     padded = np.concatenate([audio.astype(np.float32), np.zeros(480, np.float32)])
+    if kind == "linear":
+        linear = LinearEchoCanceller(16000)
+        try:
+            return linear.process(padded, np.zeros_like(padded))
+        finally:
+            linear.close()
     return EchoCanceller(16000, noise_suppression=noise_suppression).process(padded, np.zeros_like(padded))
 
 
@@ -93,7 +102,8 @@ async def measure(name: str, halves: tuple[list[Clip], list[Clip], list[Clip]], 
     asr.load()
     if name in PROCESSED:
         def through(part: list[Clip]) -> list[Clip]:
-            return [(clip, ref, microphone(audio, cfg.echo.noise_suppression)) for clip, ref, audio in part]
+            return [(clip, ref, microphone(audio, PROCESSED[name], cfg.echo.noise_suppression))
+                    for clip, ref, audio in part]
         halves = (through(halves[0]), through(halves[1]), through(halves[2]))
     try:
         await asr.transcribe(halves[0][0][2])  # warm-up
