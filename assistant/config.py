@@ -134,6 +134,10 @@ class EchoConfig:
     linear: bool = _opt(True, "The ASR hears a request begun over the reply through a linear canceller "
                               "(Speex MDF), which keeps the user's first syllables (with cancel).")
     linear_filter_ms: int = _opt(128, "Echo path the linear canceller models, in ms.", lo=16, hi=500)
+    asr_hears: str = _opt("microphone", "What the ASR hears (with cancel and linear): the microphone as captured, "
+                                        "the linear canceller's output near playback ('microphone'); or what the "
+                                        "states hear, AEC3's output ('cancelled').",
+                          choices=("microphone", "cancelled"))
     tail_ms: int = _opt(300, "After a barge-in stops playback, quiet this long does not end the new utterance "
                              "(the canceller still suppresses the reply's tail).", lo=0, hi=2000)
 

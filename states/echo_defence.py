@@ -7,7 +7,9 @@ one can be switched off in ``[echo]`` and ``[speaking]``, and each publishes ``E
 1. Cancellers (the DSP is in ``assistant/audio``). WebRTC AEC3 cleans every chunk the VAD, the
    keyword spotter and the states hear. Beside it a linear canceller (Speex MDF) keeps a signal
    with no suppressor: a request that begins over the reply, or just after it, is cut from that one
-   for the ASR, because the suppressor muffles the user's first syllables there.
+   for the ASR, because the suppressor muffles the user's first syllables there. Away from playback
+   the ASR hears the microphone as captured (``echo.asr_hears``): AEC3's filters cost Whisper even
+   when nothing was played.
 2. The echo window: for ``speaking.echo_window_ms`` after playback starts, speech cannot barge in;
    and its mirror after a barge-in: for ``echo.tail_ms`` after playback stopped, quiet does not end
    the new utterance (AEC3 still suppresses the reply's tail, and the user under it).
@@ -48,6 +50,7 @@ class EchoDefence:
         self.canceller = _canceller(cfg)
         self.linear = _linear(cfg) if self.canceller is not None else None
         self.linear_history = AudioHistory(history_samples) if self.linear is not None else None
+        self.microphone = cfg.echo.asr_hears == "microphone"  # the ASR hears the raw microphone away from playback
         self.spoken: deque[list[str]] = deque(maxlen=2)  # the text of the last two replies, by chunk
         self.playing = False
         self.playback_end: int | None = None
@@ -57,13 +60,16 @@ class EchoDefence:
     def clean(self, mic: Samples, played: Samples) -> Samples:
         """The microphone chunk without the echo of ``played`` (what the speaker played meanwhile)."""
         if self.linear is not None and self.linear_history is not None:
-            self.linear_history.append(self.linear.process(mic, played))
+            linear = self.linear.process(mic, played)  # fed always, so it stays adapted to the room
+            near = not self.microphone or self.near_playback(self.clock.samples)
+            self.linear_history.append(linear if near else mic)
         return mic if self.canceller is None else self.canceller.process(mic, played)
 
     def heard(self, history: AudioHistory, start: int, stop: int) -> Samples:
         """Samples ``[start, stop)`` for the ASR: from the linear canceller when the speech began while
-        the assistant played or just after, else from ``history`` (what the states heard)."""
-        if self.linear_history is not None and self.near_playback(start):
+        the assistant played or just after; else the microphone as captured (``asr_hears``
+        "microphone"), or ``history``, what the states heard ("cancelled")."""
+        if self.linear_history is not None and (self.microphone or self.near_playback(start)):
             return self.linear_history.slice(start, stop)
         return history.slice(start, stop)
 
