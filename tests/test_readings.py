@@ -59,6 +59,8 @@ def test_a_heard_request_is_answered_from_the_reading_that_is_a_command(responde
     assert r.answer("是的", spoken_s=0.5).intent == "calc"  # what was asked back, confirmed
     answered = r.answer("镇在几点了", spoken_s=1.2, readings=["正在几点了"])
     assert answered.intent == "time"
+    limit = r.answer("今天有什么新玩", spoken_s=1.3, readings=["今天有什么新闻"])  # the near room's
+    assert limit.intent == "no_network" and "联网" in limit.source.text
     assert llm.asked == []
 
 

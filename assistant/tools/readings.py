@@ -5,8 +5,8 @@ under 周成以七十多少, 5加27等于多少 beside 中加二十七等于多�
 Mandarin, which need not be the command. So, for a heard request (``other_reading``):
 
 - when the chosen reading is no command and another reading is one, that reading is meant: answered
-  when it asks the time or a date and every reading that is a command gives the same answer; asked
-  back otherwise (你是说“九乘以七是多少”吗？: a sum's numbers may be a reading's slip too);
+  when it asks the time or a date, or meets an honest limit, and every reading that is a command
+  gives the same answer; asked back otherwise (你是说“九乘以七是多少”吗？: a sum's numbers may be a reading's slip too);
 - when the chosen reading is a sum and another reading is a sum with another result, the numbers are
   in doubt: the chosen one is asked back rather than answered with numbers nobody said.
 
@@ -18,9 +18,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from assistant.tools import limits
+
 # Answered from another reading without asking: they change nothing, and their answer does not take
-# the heard numbers (a sum does: 5加27 beside 十五加二十七 would say a wrong result with confidence).
-QUERIES = frozenset({"date", "time"})
+# the heard numbers (a sum does: 5加27 beside 十五加二十七 would say a wrong result with confidence);
+# the honest limits too (今天有什么新玩 under 今天有什么新闻: 我没有联网…).
+QUERIES = frozenset({"date", "time", *limits.INTENTS})
 
 
 @dataclass(frozen=True)
