@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
+from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import numpy as np
 
 from assistant.audio.protocols import Samples
 from assistant.clock import SampleClock
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 class ScriptedAsr:
@@ -205,3 +210,21 @@ class FixedClock:
 
     def __call__(self) -> datetime:
         return self.t
+
+
+@contextmanager
+def configured_responder(folder: Path, reply: str, *overrides: str) -> Iterator[tuple[Any, ScriptedLlm, FixedClock]]:
+    """The responder of the repository's config.toml (with ``overrides``), real tools on a store in
+    ``folder``, a fixed clock, and an LLM that always says ``reply``."""
+    from assistant.config import load
+    from assistant.respond import for_config
+    from assistant.tools.answers import Tools
+    from assistant.tools.store import Store
+
+    store = Store(folder / "t.sqlite3")
+    clock = FixedClock()
+    llm = ScriptedLlm(reply)
+    try:
+        yield for_config(load(ROOT / "config.toml", list(overrides)), llm, Tools(store, clock), now=clock), llm, clock
+    finally:
+        store.close()

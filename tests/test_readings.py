@@ -8,12 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from assistant.config import load
-from assistant.respond import for_config
-from assistant.tools.answers import Tools
 from assistant.tools.readings import Meant, other_reading
-from assistant.tools.store import Store
-from tests.doubles import FixedClock, ScriptedLlm
+from tests.doubles import configured_responder
 
 CONFIG = Path(__file__).resolve().parent.parent / "config.toml"
 ROUTES = {"九乘以七是多少": "calc", "5加27等于多少": "calc", "十五加27等于多少": "calc", "现在几点了": "time",
@@ -44,11 +40,8 @@ def test_readings_that_name_no_command_change_nothing() -> None:
 
 @pytest.fixture
 def responder(tmp_path: Path):
-    store = Store(tmp_path / "t.sqlite3")
-    clock = FixedClock()
-    llm = ScriptedLlm("周成以七十多少是一个成语。")
-    yield for_config(load(CONFIG, []), llm, Tools(store, clock), now=clock), llm
-    store.close()
+    with configured_responder(tmp_path, "周成以七十多少是一个成语。") as (r, llm, _):
+        yield r, llm
 
 
 def test_a_heard_request_is_answered_from_the_reading_that_is_a_command(responder) -> None:

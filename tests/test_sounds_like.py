@@ -15,7 +15,7 @@ from assistant.tools.answers import Tools
 from assistant.tools.router import route
 from assistant.tools.sounds_like import MARGIN, _forms, heard_as
 from assistant.tools.store import Store
-from tests.doubles import FixedClock, ScriptedLlm
+from tests.doubles import FixedClock, ScriptedLlm, configured_responder
 
 CONFIG = Path(__file__).resolve().parent.parent / "config.toml"
 
@@ -63,11 +63,8 @@ def test_nothing_chinese_is_near_nothing() -> None:
 
 @pytest.fixture
 def responder(tmp_path: Path):
-    store = Store(tmp_path / "t.sqlite3")
-    clock = FixedClock()
-    llm = ScriptedLlm("好的，今天是兄弟姐。")
-    yield for_config(load(CONFIG, []), llm, Tools(store, clock), now=clock), llm
-    store.close()
+    with configured_responder(tmp_path, "好的，今天是兄弟姐。") as (r, llm, _):
+        yield r, llm
 
 
 def test_a_heard_command_through_slips_is_answered_by_its_tool(responder) -> None:

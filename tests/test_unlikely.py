@@ -14,19 +14,15 @@ from assistant.respond import NOT_HEARD, Responder, for_config
 from assistant.tools.answers import Tools
 from assistant.tools.store import Store
 from tests.conftest import real, session_of, silence
-from tests.doubles import FixedClock, ScriptedLlm, WeighingAsr
+from tests.doubles import FixedClock, ScriptedLlm, WeighingAsr, configured_responder
 
 CONFIG = Path(__file__).resolve().parent.parent / "config.toml"
 
 
 @pytest.fixture
 def responder(tmp_path: Path):
-    store = Store(tmp_path / "t.sqlite3")
-    clock = FixedClock()
-    llm = ScriptedLlm("正教的颜色是红色。")
-    r = for_config(load(CONFIG, []), llm, Tools(store, clock), now=clock)
-    yield r, llm, clock
-    store.close()
+    with configured_responder(tmp_path, "正教的颜色是红色。") as found:
+        yield found
 
 
 def test_the_default_asks_again_below_minus_five_a_character(responder) -> None:
