@@ -182,22 +182,22 @@ class Responder:
         tools = self.tools
         if tools is None:
             return None
-        corrected = {r: self.correct(r, quiet=True) for r in readings}
         now = self.now()
+        corrected = {text: text, **{r: self.correct(r, quiet=True) for r in readings if r != text}}
+        routed = {r: route(said, now, honest_limits=self.honest_limits) for r, said in corrected.items()}
 
         def intent(reading: str) -> str | None:
-            found = route(corrected.get(reading, reading), now, honest_limits=self.honest_limits)
+            found = routed[reading]
             return None if found is None or found.name == "repeat" else found.name
 
         def query(reading: str) -> str:
-            said = corrected.get(reading, reading)
-            found = route(said, now, honest_limits=self.honest_limits)
-            return tools.answer(found, said) if found is not None else ""
+            found = routed[reading]
+            return tools.answer(found, corrected[reading]) if found is not None else ""
 
-        meant = other_reading(text, list(corrected), intent, query)
+        meant = other_reading(text, [r for r in corrected if r != text], intent, query)
         if meant is None:
             return None
-        said = corrected.get(meant.text, meant.text)
+        said = corrected[meant.text]
         if meant.sure and (answer := self._local(said)) is not None:
             log.info("another reading is the command", heard=text, meant=said, intent=meant.intent)
             return answer

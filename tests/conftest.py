@@ -209,3 +209,13 @@ def says(text: str, word: str) -> bool:
     from assistant.text.echo_match import syllables
 
     return " ".join(syllables(word)) in " ".join(syllables(text))
+
+
+@pytest.fixture
+def tool_responder(tmp_path: Path):
+    """The configured responder with real tools on a fresh store, and its scripted LLM (which only
+    ever answers a request the tools leave to it)."""
+    from tests.doubles import configured_responder
+
+    with configured_responder(tmp_path, "这个我来回答。") as (r, llm, _):
+        yield r, llm

@@ -6,10 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from assistant.tools.readings import Meant, other_reading
-from tests.doubles import configured_responder
 
 CONFIG = Path(__file__).resolve().parent.parent / "config.toml"
 ROUTES = {"九乘以七是多少": "calc", "5加27等于多少": "calc", "十五加27等于多少": "calc", "现在几点了": "time",
@@ -38,14 +35,8 @@ def test_readings_that_name_no_command_change_nothing() -> None:
     assert read("给我讲个故事吧", []) is None
 
 
-@pytest.fixture
-def responder(tmp_path: Path):
-    with configured_responder(tmp_path, "周成以七十多少是一个成语。") as (r, llm, _):
-        yield r, llm
-
-
-def test_a_heard_request_is_answered_from_the_reading_that_is_a_command(responder) -> None:
-    r, llm = responder
+def test_a_heard_request_is_answered_from_the_reading_that_is_a_command(tool_responder) -> None:
+    r, llm = tool_responder
     asked = r.answer("周成以七十多少", spoken_s=1.6, readings=["周承以七十多少", "九成以七十多少"])
     assert (asked.intent, asked.source.text) == ("confirm", "你是说“九乘以七十多少”吗？")  # 成以 → 乘以
     r.finished()
@@ -57,13 +48,13 @@ def test_a_heard_request_is_answered_from_the_reading_that_is_a_command(responde
     assert llm.asked == []
 
 
-def test_a_sum_the_readings_disagree_on_is_not_answered_with_its_numbers(responder) -> None:
-    r, _ = responder
+def test_a_sum_the_readings_disagree_on_is_not_answered_with_its_numbers(tool_responder) -> None:
+    r, _ = tool_responder
     asked = r.answer("十五加27等于多少", spoken_s=1.8, readings=["5加27等于多少"])
     assert (asked.intent, asked.source.text) == ("confirm", "你是说“十五加27等于多少”吗？")
     assert r.answer("十五加27等于多少", spoken_s=1.8).intent == "calc"  # without readings: answered
 
 
-def test_typed_text_has_no_readings(responder) -> None:
-    r, _ = responder
+def test_typed_text_has_no_readings(tool_responder) -> None:
+    r, _ = tool_responder
     assert r.answer("十五加27等于多少", readings=["5加27等于多少"]).intent == "calc"

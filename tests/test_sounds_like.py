@@ -15,7 +15,7 @@ from assistant.tools.answers import Tools
 from assistant.tools.router import route
 from assistant.tools.sounds_like import MARGIN, _forms, heard_as
 from assistant.tools.store import Store
-from tests.doubles import FixedClock, ScriptedLlm, configured_responder
+from tests.doubles import FixedClock, ScriptedLlm
 
 CONFIG = Path(__file__).resolve().parent.parent / "config.toml"
 
@@ -61,26 +61,20 @@ def test_nothing_chinese_is_near_nothing() -> None:
     assert heard_as("?!") is None
 
 
-@pytest.fixture
-def responder(tmp_path: Path):
-    with configured_responder(tmp_path, "好的，今天是兄弟姐。") as (r, llm, _):
-        yield r, llm
-
-
-def test_a_heard_command_through_slips_is_answered_by_its_tool(responder) -> None:
-    r, llm = responder
+def test_a_heard_command_through_slips_is_answered_by_its_tool(tool_responder) -> None:
+    r, llm = tool_responder
     answer = r.answer("今天是兄弟姐", spoken_s=1.4)
     assert answer.intent == "date" and "星期" in answer.source.text
     assert llm.asked == []
 
 
-def test_typed_text_has_no_slips_to_hear_through(responder) -> None:
-    r, _ = responder
+def test_typed_text_has_no_slips_to_hear_through(tool_responder) -> None:
+    r, _ = tool_responder
     assert r.answer("今天是兄弟姐").intent is None  # typed as it is meant: the LLM's
 
 
-def test_a_request_only_near_a_command_is_asked_back_and_a_yes_answers_it(responder) -> None:
-    r, llm = responder
+def test_a_request_only_near_a_command_is_asked_back_and_a_yes_answers_it(tool_responder) -> None:
+    r, llm = tool_responder
     asked = r.answer("刀肯定是", spoken_s=1.2)  # 打开电视, 0.62 near
     assert (asked.intent, asked.source.text) == ("confirm", "你是说“打开电视”吗？")
     r.finished()
@@ -89,8 +83,8 @@ def test_a_request_only_near_a_command_is_asked_back_and_a_yes_answers_it(respon
     assert llm.asked == []
 
 
-def test_a_todo_heard_through_slips_is_confirmed_not_saved_with_its_item_as_heard(responder, tmp_path) -> None:
-    r, _ = responder
+def test_a_todo_heard_through_slips_is_confirmed_not_saved_with_its_item_as_heard(tool_responder, tmp_path) -> None:
+    r, _ = tool_responder
     found = heard_as("听家代棒底花酒水。")  # 添加待办给花浇水 in the near room: the item came out as 底花酒水
     assert found is not None and (found.intent, found.item) == ("todo_add", "底花酒水") and found.score >= 0.75
     asked = r.answer("听家代棒底花酒水。", spoken_s=2.1)
@@ -101,8 +95,8 @@ def test_a_todo_heard_through_slips_is_confirmed_not_saved_with_its_item_as_hear
     assert r.tools.store.todos() == []
 
 
-def test_a_doubtful_direction_is_asked_back_not_guessed(responder) -> None:
-    r, _ = responder
+def test_a_doubtful_direction_is_asked_back_not_guessed(tool_responder) -> None:
+    r, _ = tool_responder
     asked = r.answer("把音量都少一点", spoken_s=1.5)
     assert asked.intent == "confirm"
 

@@ -6,7 +6,8 @@ Mandarin, which need not be the command. So, for a heard request (``other_readin
 
 - when the chosen reading is no command and another reading is one, that reading is meant: answered
   when it asks the time or a date, or meets an honest limit, and every reading that is a command
-  gives the same answer; asked back otherwise (你是说“九乘以七是多少”吗？: a sum's numbers may be a reading's slip too);
+  gives the same answer; asked back otherwise (你是说“九乘以七十多少”吗？: a sum's numbers may be a
+  reading's slip too);
 - when the chosen reading is a sum and another reading is a sum with another result, the numbers are
   in doubt: the chosen one is asked back rather than answered with numbers nobody said.
 
