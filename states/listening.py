@@ -131,10 +131,15 @@ class Listening(State):
             return
         step = s.cfg.vad.turn_check_ms * s.cfg.audio.sample_rate // 1000
         check = self.turn_check
-        heard_finished = check is not None and check.p is not None and check.p >= s.cfg.vad.turn_threshold
-        if check is not None and check.speech_end == ep.speech_end and (
-                ep.silence < check.silence + step or heard_finished):
-            return  # asked already for this stretch of quiet, or heard finished: waiting for the least silence
+        if check is not None and check.speech_end == ep.speech_end:
+            if not check.task.done():
+                # Still hearing: a model slower than turn_check_ms (a loaded CPU, the ASR beside it) must
+                # be let finish. Cancelled and asked again each step, it would never answer (the cancelled
+                # calls still run, and queue the next ones behind them), and the silence would decide.
+                return
+            heard_finished = check.p is not None and check.p >= s.cfg.vad.turn_threshold
+            if ep.silence < check.silence + step or heard_finished:
+                return  # asked already for this stretch of quiet, or heard finished: waiting for the least silence
         if ep.silence < step:
             return
         self._drop_turn_check()

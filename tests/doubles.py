@@ -128,14 +128,19 @@ class ToneTts:
 
 
 class ScriptedTurn:
-    """A turn model that always answers ``p`` (or raises ``error``), and keeps how much it heard."""
+    """A turn model that always answers ``p`` (or raises ``error``), and keeps how much it heard. With a
+    ``clock``, each call takes ``seconds`` of that session time (a model slowed by a loaded CPU)."""
 
     sample_rate = 16000
 
-    def __init__(self, p: float, error: Exception | None = None) -> None:
+    def __init__(self, p: float, error: Exception | None = None, *, clock: SampleClock | None = None,
+                 seconds: float = 0.0) -> None:
         self.p = p
         self.error = error
+        self.clock = clock
+        self.seconds = seconds
         self.heard: list[int] = []
+        self.answered = 0
 
     def load(self) -> None: ...
 
@@ -143,8 +148,13 @@ class ScriptedTurn:
 
     async def complete(self, samples: Samples) -> float:
         self.heard.append(len(samples))
+        if self.clock is not None:
+            started = self.clock.now()
+            while self.clock.now() < started + self.seconds:  # noqa: ASYNC110 - the sample clock has no event
+                await asyncio.sleep(0)
         if self.error is not None:
             raise self.error
+        self.answered += 1
         return self.p
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from assistant.clock import SampleClock
 from models.sherpa_vad import silero_model_path
 from models.silero_vad import SileroVad
 from tests.conftest import real, session_of, silence
@@ -127,6 +128,18 @@ async def test_the_turn_model_ends_a_finished_turn_at_its_first_check(run_replay
     assert len(finished.heard) == 1
     assert 0.2 <= wait < 0.3  # the check after 200 ms of quiet, plus at most a VAD window and a chunk
     assert wait < await endpoint_wait(run_replay, ScriptedTurn(0.9), "vad.turn_check_ms=400")
+
+
+async def test_a_turn_model_slower_than_its_checks_is_let_finish_and_ends_the_turn(run_replay):
+    # A call takes 250 ms of session time, the checks are 100 ms apart: cancelled and asked again at
+    # each check, it would never answer, and the 1 s of silence would end every turn.
+    clock = SampleClock(16000)
+    slow = ScriptedTurn(0.9, clock=clock, seconds=0.25)
+    r = await run_replay(session_of(real("cmd_qiehuan_1.wav"), silence(2.0)), "dialog.follow_up_s=0",
+                         "vad.turn_check_ms=100", "vad.turn_max_silence_ms=1000", asr=ScriptedAsr("切换前视"),
+                         turn=slow, clock=clock)
+    assert len(slow.heard) == 1 and slow.answered == 1  # asked once, and heard out
+    assert 0.35 <= r.summary["turns"][0]["endpoint_wait_s"] < 0.5  # its answer, not the silence, ended it
 
 
 async def test_an_unfinished_turn_is_given_up_to_the_long_silence(run_replay):
