@@ -22,6 +22,7 @@ from tests.doubles import FixedClock, ScriptedLlm
     ("后天北京冷不冷", "北京冷不冷，"),
     ("铃铭是继号", "铃明是几号？"),  # a homophone is the same syllable
     ("100减去38", "一百减去三十八"),  # digits read as the TTS says them
+    ("猫喜欢吃鱼还是吃肉", "猫喜欢吃鱼还是吃肉？"),  # a choice question asked back whole
 ])
 def test_a_clause_that_only_says_the_request_back_restates_it(request_text, reply):
     assert restates(request_text, reply)
@@ -37,6 +38,7 @@ def test_a_clause_that_only_says_the_request_back_restates_it(request_text, repl
     ("我今天有点累", "辛苦了，早点休息吧。"),
     ("你会说英语吗", "会说英语，"),  # a yes-no question answered with its own verb
     ("北京冷不冷", "北京冷，"),
+    ("猫喜欢吃鱼还是吃肉", "猫喜欢吃鱼。"),  # a choice question answered by one of its choices
 ])
 def test_an_answer_that_shares_words_with_the_request_is_not_a_parrot(request_text, reply):
     assert not restates(request_text, reply)

@@ -10,7 +10,8 @@ of its own), and it covers at least half the request: "一天有二十四个小�
 "明天是几号？" adds nothing and does not. A clause under three syllables never counts (好, 在呢), and
 neither does a greeting or a wish said back (早上好！, 新年快乐！, 晚安), which is the right answer to one.
 Nor does a question's echo that drops its question words: Mandarin answers 你会说英语吗 with 会说英语,
-the request's own words as a statement; a parrot keeps the question (几号, 多少, 冷不冷, 吗).
+the request's own words as a statement; a parrot keeps the question (几号, 多少, 冷不冷, 吗). A choice
+question is answered by one of its choices (猫喜欢吃鱼还是吃肉 → 猫喜欢吃鱼); its parrot keeps the 还是.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ MIN_COVER = 0.5  # the share of the request a restating clause must say back
 
 GREETING = re.compile(r"(你好|您好|早上好|早安|中午好|午安|下午好|晚上好|晚安|再见|拜拜|谢谢|谢谢你|快乐|新年好|过年好|"
                       r"辛苦了|加油|晚安安)[呀啊吧哦嘛啦了～~！!。.，,\s]*$")
-QUESTION = re.compile(r"吗|么|呢|什么|多少|几|哪|谁|怎|为啥|(.)不\1|(.)没\2")
+QUESTION = re.compile(r"吗|么|呢|什么|多少|几|哪|谁|怎|为啥|还是|(.)不\1|(.)没\2")
 
 
 def restates(request: str, clause: str) -> bool:
