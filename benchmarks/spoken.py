@@ -236,6 +236,23 @@ async def run_typed(parts: Any, spoken: list[Spoken], rules: Rules) -> None:
             classify(done.reply, done.problems)
 
 
+def _keep_weighing(asr: Any, weighed: dict[str, dict[str, Any]]) -> None:
+    """Keep, per transcript, what the responder was told of it (Whisper's other readings, the rescoring
+    model's likelihood per character), for the JSON: what a guard on the readings would have seen."""
+    for name in ("readings", "char_logprob"):
+        told = getattr(asr, name, None)
+        if told is None:
+            continue
+
+        def keeping(text: str, told: Any = told, name: str = name) -> Any:
+            async def kept() -> Any:
+                value = await told(text)
+                weighed.setdefault(text, {})[name] = value
+                return value
+            return kept()
+        setattr(asr, name, keeping)
+
+
 # -- reporting ------------------------------------------------------------------------------------------
 def table(results: dict[str, list[Spoken]]) -> None:
     cats = list(dict.fromkeys(s.item.cat for rows in results.values() for s in rows))
@@ -310,7 +327,9 @@ def main() -> int:
                 results[f"{args.set} · {mode} · {room}"] = spoken
                 print(f"done {mode} {room} ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
 
+    weighed: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as tmp, app.conversation(cfg, data_dir=Path(tmp)) as parts:
+        _keep_weighing(parts.backends.asr, weighed)
         asyncio.run(evaluate(parts, Path(tmp)))
     for name in ("near", "far"):
         if name in args.rooms:
@@ -324,7 +343,9 @@ def main() -> int:
     if args.json is not None:
         args.json.write_text(json.dumps({k: [{"cat": s.item.cat, "ask": s.item.ask, "voice": s.voice,
                                               "heard": s.heard, "reply": s.reply, "outcome": s.outcome,
-                                              "problems": s.problems} for s in v] for k, v in results.items()},
+                                              "problems": s.problems,
+                                              "weighed": [weighed.get(h, {}) for h in s.heard]}
+                                          for s in v] for k, v in results.items()},
                                         ensure_ascii=False, indent=1), encoding="utf-8")
     return 0
 
