@@ -58,3 +58,9 @@ def test_a_sum_the_readings_disagree_on_is_not_answered_with_its_numbers(tool_re
 def test_typed_text_has_no_readings(tool_responder) -> None:
     r, _ = tool_responder
     assert r.answer("十五加27等于多少", readings=["5加27等于多少"]).intent == "calc"
+
+
+def test_a_sum_whose_readings_agree_once_their_slips_are_put_right_is_answered(tool_responder) -> None:
+    r, _ = tool_responder  # the near room's readings of 一百减去三十八是多少: 是 heard as 时 and as 十
+    heard = r.answer("100减去 三十八是多少", spoken_s=2.1, readings=["100 减去38 时多少", "100减去 三十八十多少"])
+    assert (heard.intent, heard.source.text) == ("calc", "一百减三十八等于六十二。")

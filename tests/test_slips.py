@@ -22,6 +22,7 @@ TZ = ZoneInfo("Asia/Shanghai")
     ("100减去38十多少", "100减去38是多少"),  # 是 heard as 十 after a digit
     ("酒乘以七是多少", "九乘以七是多少"),
     ("100 减去 38 十多 少", "100减去38是多少"),  # as Whisper wrote it in the near room, spaces and all
+    ("100减去 三十八十多少", "100减去三十八是多少"),  # after a Chinese numeral that cannot go on with 十
     ("25 14 十多少", "25 14是多少"),  # only the spaces beside a Chinese character go: two numbers stay two
 ])
 def test_a_sums_slip_is_put_right(heard, meant):
@@ -29,7 +30,7 @@ def test_a_sums_slip_is_put_right(heard, meant):
 
 
 @pytest.mark.parametrize("text", ["十五加二十七", "九乘以七是多少", "苹果加香蕉", "我想吃饭", "三个苹果加两个梨",
-                                  "今天十点多少人",
+                                  "今天十点多少人", "十八时几分", "三十多少钱",
                                   "中加20期 等于多少"])
 def test_everything_else_is_left_as_heard(text):
     assert repair(text) == (text, [])

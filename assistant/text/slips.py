@@ -6,7 +6,8 @@ Whisper base, on a short request in a room, often gets one syllable of a sum wro
 good word — but the grammar around them can: next to an operator (加, 减, 乘以, 除以) only a number
 makes sense, so a one- or two-character span there whose every syllable is a near-miss of a
 numeral's (same final, an initial of the same place: zh/ch/sh/z/c/s/r, j/q/x, b/p, d/t, g/k, n/l,
-f/h) is read as that numeral; and a 十/事/市… right after a digit, before 多少 or 几, is 是.
+f/h) is read as that numeral; and a 十/事/市… right after a digit, before 多少 or 几, is 是 (after a
+Chinese numeral too, where it cannot go on: 三十八十多少).
 
 ``repair(text)`` returns the text with those spans replaced, and what was replaced. Nothing else is
 touched: outside an arithmetic context, or when a span is a numeral already, the text is as heard.
@@ -29,7 +30,9 @@ _RETROFLEX = {"zh": "z", "ch": "c", "sh": "s"}
 _BEFORE_OP = re.compile(rf"(?<![\u4e00-\u9fff])(?P<span>[^\W\d{NUMERALS}]{{1,2}})(?=(?:{_OPERATOR})[\d{NUMERALS}])")
 _AFTER_OP = re.compile(rf"(?<=[\d{NUMERALS}])(?P<op>{_OPERATOR})(?!以|上|去|掉)(?P<span>[^\W\d{NUMERALS}]{{1,2}})"
                        rf"(?=[\d{NUMERALS}]|$|等于|是|得|多少|几)")
-_IS = re.compile(r"(?<=\d)(十|事|市|式|时|实|使|四)(?=多少|几)")
+# 是 heard as 十 (or a near-miss) after a digit; after a Chinese numeral only as 十, and only where no
+# numeral could go on (三十八十多少: nothing follows 三十八 with 十), so 十八时几分 stays a time.
+_IS = re.compile(r"(?<=\d)(十|事|市|式|时|实|使|四)(?=多少|几)|(?<=十[一二三四五六七八九])十(?=多少|几)")
 _SPACE = re.compile(r"(?<=[\u4e00-\u9fff])\s+|\s+(?=[\u4e00-\u9fff])")  # beside a Chinese character (not 25 14)
 
 
