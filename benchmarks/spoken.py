@@ -241,16 +241,17 @@ def _keep_weighing(asr: Any, weighed: dict[str, dict[str, Any]]) -> None:
     model's likelihood per character), for the JSON: what a guard on the readings would have seen."""
     for name in ("readings", "char_logprob"):
         told = getattr(asr, name, None)
-        if told is None:
-            continue
+        if told is not None:
+            setattr(asr, name, _kept(told, name, weighed))
 
-        def keeping(text: str, told: Any = told, name: str = name) -> Any:
-            async def kept() -> Any:
-                value = await told(text)
-                weighed.setdefault(text, {})[name] = value
-                return value
-            return kept()
-        setattr(asr, name, keeping)
+
+def _kept(told: Any, name: str, weighed: dict[str, dict[str, Any]]) -> Any:
+    """``told`` (an ASR's async method of a transcript), keeping each answer under ``weighed[text][name]``."""
+    async def keeping(text: str) -> Any:
+        value = await told(text)
+        weighed.setdefault(text, {})[name] = value
+        return value
+    return keeping
 
 
 # -- reporting ------------------------------------------------------------------------------------------
@@ -287,7 +288,8 @@ def main() -> int:
     parser.add_argument("--rooms", default="clean,near,far")
     parser.add_argument("--modes", default="session,single,typed")
     parser.add_argument("--config", action="append", default=[], help="a config override (key=value), repeatable")
-    parser.add_argument("--json", type=Path, default=None, help="every answer, as JSON")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="every answer, as JSON, with what the responder was told of each transcript")
     parser.add_argument("--show", action="store_true", help="list every answer that was not right")
     args = parser.parse_args()
 
