@@ -10,7 +10,7 @@ import functools
 import importlib.util
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from assistant.config import Config, ConfigError
 from assistant.phrase_cache import PhraseCache, default_folder, tts_key
@@ -95,7 +95,20 @@ def asr(cfg: Config, assets: Assets) -> Asr:
                       window_s=cfg.asr.window_s, likely_command=likely,
                       fallback=(0.2, 0.4, 0.6, 0.8, 1.0) if cfg.asr.fallback else (),
                       rescorer=rescorer(cfg, assets), n_best=min(cfg.asr.n_best, cfg.asr.beam_size),
-                      rescore_weight=cfg.asr.rescore_weight)
+                      rescore_weight=cfg.asr.rescore_weight, **second_ear(cfg, assets))
+
+
+def second_ear(cfg: Config, assets: Assets) -> dict[str, Any]:
+    """The ASR's second ear and its mender (``asr.second_ear``), or nothing: without jieba's word list
+    (a board without Kokoro's G2P) Whisper's transcript stands as the rescoring chose it."""
+    from assistant.text.ear_repair import Mender, jieba_word_list
+    from models.pinyin_ear import PinyinEar
+    from models.sherpa_kws import MODEL
+
+    words = jieba_word_list() if cfg.asr.second_ear else None
+    if words is None:
+        return {}
+    return {"ear": PinyinEar(assets.folder(MODEL)), "mender": Mender(words, assets.store.parent / "ear-lexicon.json")}
 
 
 def rescorer(cfg: Config, assets: Assets) -> Rescorer | None:

@@ -271,6 +271,9 @@ class AsrConfig:
     n_best: int = _opt(5, "Hypotheses rescored (at most beam_size).", lo=2, hi=10)
     rescore_weight: float = _opt(0.3, "Weight of the rescoring model's log-probability against Whisper's.",
                                  lo=0.0, hi=5.0)
+    second_ear: bool = _opt(True, "Mend the transcript where the keyword spotter's zipformer, decoded as "
+                                  "syllables, heard other words and the rescoring model finds its spelling "
+                                  "likelier (needs the rescoring model and jieba's word list).")
     min_char_logprob: float = _opt(-5.0, "A request only the LLM would answer, whose transcript the rescoring "
                                           "model finds less likely than this (mean log-probability per "
                                           "character), is asked again; -100 never.", lo=-100.0, hi=0.0)

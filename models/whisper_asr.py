@@ -29,6 +29,11 @@ hypotheses were weighed already; only a text it did not weigh costs a forward pa
 likely first (九成以七十多少 beside 周成以七十多少): the responder looks there for a command the chosen
 reading missed, or a sum whose numbers the readings disagree on.
 
+With an ``ear`` (``models.pinyin_ear``: the keyword spotter's zipformer, hearing syllables) and a
+``mender`` (``assistant.text.ear_repair``), the transcript is spelled again where the second ear
+heard other syllables, when the rescoring model finds the mended words clearly likelier (等摩环节紧张
+→ 怎么缓解紧张); Whisper's own transcript is then one of the other readings.
+
 The encoder window is sized to the utterance: faster-whisper always pads the features to Whisper's
 30 s (3000 frames), but CTranslate2's encoder takes fewer frames, and a request of a few seconds
 needs far less work. ``window_s`` is the smallest window; a longer utterance gets itself plus
@@ -44,7 +49,7 @@ import threading
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -79,7 +84,7 @@ class WhisperAsr:
                  min_avg_logprob: float = float("-inf"), max_no_speech_prob: float = 1.0,
                  window_s: float = FULL_WINDOW_S, likely_command: Callable[[str], bool] | None = None,
                  fallback: tuple[float, ...] = (), rescorer: Rescorer | None = None, n_best: int = 5,
-                 rescore_weight: float = 0.3) -> None:
+                 rescore_weight: float = 0.3, ear: Ear | None = None, mender: Mender | None = None) -> None:
         if not 1.0 <= window_s <= FULL_WINDOW_S:
             raise ValueError(f"asr: window_s must be within 1–30 s, not {window_s}")
         self.model_dir = model_dir
@@ -97,6 +102,10 @@ class WhisperAsr:
         self.rescorer = rescorer if beam_size > 1 else None  # greedy decoding has one hypothesis
         self.n_best = n_best
         self.rescore_weight = rescore_weight
+        # the second ear mends a transcript only as the rescoring model finds it likelier
+        mends = self.rescorer is not None and ear is not None and mender is not None
+        self.ear: Ear | None = ear if mends else None
+        self.mender: Mender | None = mender if mends else None
         self.last_scores: tuple[float, float] | None = None  # (mean log-prob, no-speech prob) of the last run
         self._weighed: dict[str, float] = {}  # the rescorer's summed log-prob of each text it weighed last
         self._ranked: list[str] = []  # the last weighing's readings, likeliest first
@@ -137,10 +146,15 @@ class WhisperAsr:
         self._plain = self._model.get_prompt(self._tokenizer, context, without_timestamps=True)
         if self.rescorer is not None:
             self.rescorer.load()
+        if self.ear is not None and self.mender is not None:
+            self.ear.load()
+            self.mender.load()
 
     def close(self) -> None:
         if self.rescorer is not None:
             self._worker.call(self.rescorer.close)
+        if self.ear is not None:
+            self._worker.call(self.ear.close)
         self._worker.close()
         self._model = None
 
@@ -200,9 +214,30 @@ class WhisperAsr:
         except Stopped:
             return ""
         checked = self._checked(str(self._t2s.convert(text)), mean, no_speech)
-        chosen = _content(checked)
-        self._readings = (checked, [r for r in self._ranked if _content(r) != chosen] if checked else [])
-        return checked
+        heard = self._mended(checked, samples, stop)
+        chosen = _content(heard)
+        readings = [checked, *self._ranked] if heard != checked else self._ranked
+        self._readings = (heard, list(dict.fromkeys(r for r in readings if _content(r) != chosen)) if heard else [])
+        return heard
+
+    def _mended(self, text: str, samples: Samples, stop: threading.Event) -> str:
+        """``text`` as the second ear mends it (where it heard other syllables and the rescoring model
+        finds the mended words likelier), or as it is."""
+        if not text or self.ear is None or self.mender is None or stop.is_set():
+            return text
+        mended = self.mender(text, self.ear.syllables(samples), self._logprobs)
+        if mended != text:
+            log.info("transcript mended by the second ear", whisper=text, now=mended)
+        return mended
+
+    def _logprobs(self, texts: list[str]) -> list[float]:
+        """The rescoring model's summed log-probability of each text's letters, weighed once each."""
+        assert self.rescorer is not None
+        contents = [_content(t) for t in texts]
+        new = [c for c in dict.fromkeys(contents) if c not in self._weighed]
+        if new:
+            self._weighed.update(zip(new, self.rescorer.logprobs(new), strict=True))
+        return [self._weighed[c] for c in contents]
 
     def _full(self, samples: Samples, stop: threading.Event, biased: bool) -> tuple[str, float, float]:
         """faster-whisper's own loop, and again with the hot words if the plain transcript sounds like
@@ -311,6 +346,25 @@ class WhisperAsr:
 
 
 Hypothesis = tuple[str, float, int]  # text, Whisper's summed log-probability, tokens
+
+
+class Ear(Protocol):
+    """A second recogniser of the same audio, as toneless syllables (``models.pinyin_ear``)."""
+
+    def load(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def syllables(self, samples: Samples) -> list[str]: ...
+
+
+class Mender(Protocol):
+    """Spells a transcript again where the second ear heard other syllables, as the given language
+    model's log-probabilities (of texts) decide (``assistant.text.ear_repair``)."""
+
+    def load(self) -> None: ...
+
+    def __call__(self, text: str, ear: list[str], logprobs: Callable[[list[str]], list[float]]) -> str: ...
 
 
 def rescored(found: list[Hypothesis], rescorer: Rescorer, weight: float,
