@@ -178,14 +178,15 @@ def mend(text: str, ear: Sequence[str], lexicon: Lexicon, logprobs: Logprobs) ->
     if not heard or not ear or _NOT_SPELLABLE.search(text) \
             or distance(heard, ear) > MAX_DISAGREEMENT * max(len(heard), len(ear)):
         return Mended(text, ())
-    current, tried = text, []
-    best = logprobs([text])[0] - _acoustic(text, heard, ear)
+    current, tried, best = text, [], math.nan
     for _ in range(ROUNDS):
         spelled = _options(current, ear, lexicon)
         heard_now = {o: _acoustic(o, heard, ear) for o in spelled}
         options = sorted(spelled, key=lambda o: (spelled[o][0], heard_now[o], *spelled[o][1:]))[:WEIGHED]
         if not options:
             break
+        if math.isnan(best):  # the transcript itself, weighed only once there is something to weigh it against
+            best = logprobs([text])[0] - _acoustic(text, heard, ear)
         tried += options
         scores = [lm - heard_now[o] for o, lm in zip(options, logprobs(options), strict=True)]
         top = max(range(len(options)), key=lambda n: scores[n])
