@@ -11,12 +11,12 @@ import json
 
 import pytest
 
-from assistant import cli
 from assistant.board_pace import BoardTime, Layout, PacedClock, Prediction
 from assistant.board_timing import Timings, from_file, load, tts_windows
 from assistant.config import ConfigError
-from tests.conftest import real, session_of, silence
+from tests.conftest import ROOT, real, session_of, silence
 from tests.doubles import ScriptedAsr, ScriptedLlm, ScriptedTurn, ToneTts
+from tests.test_cli import assistant, empty_wav, one_line_error
 
 TABLE = Timings(asr_s_per_window_s=0.05, turn_s=0.2, llm_first_token_s=0.3, llm_tokens_per_s=20.0,
                 tts_acoustic_s=0.25, tts_vocoder_s=0.06, tts_cpu_s=0.04)
@@ -168,11 +168,9 @@ def test_a_boards_own_json_replaces_what_it_measured(tmp_path):
         load("rk3588")
 
 
-def test_the_cli_says_a_bad_timing_file_in_one_line(tmp_path, capsys):
+def test_the_cli_says_a_bad_timing_file_in_one_line(tmp_path):
     bad = tmp_path / "board.toml"
     bad.write_text("llm_first_token_s = 'soon'\n", encoding="utf-8")
-    wav = tmp_path / "missing.wav"
-    code = cli.main(["replay", str(wav), "--out", str(tmp_path / "out"), "--predict", f"rk3576:{bad}"])
-    err = capsys.readouterr().err
-    assert code == 2
-    assert err.count("\n") == 1 and "Traceback" not in err and "llm_first_token_s" in err
+    wav = empty_wav(tmp_path / "empty.wav")
+    result = assistant("replay", str(wav), "--out", str(tmp_path / "out"), "--predict", f"rk3576:{bad}", cwd=ROOT)
+    one_line_error(result, "llm_first_token_s", str(bad))
