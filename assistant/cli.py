@@ -13,9 +13,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from assistant import live, logs, replay
+from assistant import board_timing, live, logs, replay
 from assistant.audio.protocols import AudioDeviceError
 from assistant.audio.wav import BadAudioFile
+from assistant.board_pace import Layout, Prediction
 from assistant.commands import bench, doctor, jobs, models, npu, tools, tuning
 from assistant.config import Config, ConfigError, load
 from assistant.net import ListenError
@@ -51,6 +52,11 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--realtime", action="store_true", help="pace at 1x wall clock and record true latencies")
     rp.add_argument("--plot", action="store_true", help="also write a timeline PNG per turn into --out")
     rp.add_argument("--status", action="store_true", help="show the replay live on the status page (status.address)")
+    rp.add_argument("--predict", default=None, metavar="rk3576[:FILE]",
+                    help="PREDICTION: pace each model call by an RK3576's timings (published defaults, or a "
+                         "TOML/JSON file such as `benchmarks/models.py --json` wrote on a board); npu.mode applies")
+    rp.add_argument("--npu-cores", choices=("separate", "shared"), default="separate",
+                    help="with --predict: the LLM and the TTS on separate NPU cores (default) or on one")
     bp = sub.add_parser("bench", parents=[common], help="first audio: whole-reply synthesis against the pipeline")
     bp.add_argument("--repeats", type=int, default=3, help="runs per reply and mode (default 3)")
     bp.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
@@ -130,7 +136,10 @@ def _satellite(cfg: Config, args: argparse.Namespace) -> int:
 
 
 def _replay(cfg: Config, args: argparse.Namespace) -> int:
-    replay.run(cfg, args.session, args.out, args.echo, args.realtime, args.plot, args.status)
+    predict = None
+    if args.predict is not None:
+        predict = Prediction(board_timing.load(args.predict), Layout(cfg.npu.mode, args.npu_cores))
+    replay.run(cfg, args.session, args.out, args.echo, args.realtime, args.plot, args.status, predict)
     return 0
 
 

@@ -3,7 +3,9 @@ are written to a folder.
 
 By default model compute takes zero session time (lockstep), so two replays write identical
 events.jsonl. ``realtime`` paces the microphone at one second per second and runs the models
-concurrently, so the latencies recorded are the true ones.
+concurrently, so the latencies recorded are the true ones. ``predict`` is lockstep with each model
+call taking the time an RK3576 board would take for it (``assistant.board_pace``): the latencies
+recorded are then a PREDICTION of the board's, the same on every run and every machine.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from assistant import app
 from assistant.audio.protocols import Samples
 from assistant.audio.replay import ReplayDevice
 from assistant.audio.wav import read_wav, write_wav
+from assistant.board_pace import BoardTime, PacedClock, Prediction, paced
 from assistant.clock import SampleClock
 from assistant.config import Config, ConfigError
 from assistant.events import EventBus, JsonlRecorder, Subscriber
@@ -51,15 +54,17 @@ class Echo:
 
 
 def run(cfg: Config, session: Path, out: Path, echo: str | None = None, realtime: bool = False,
-        plot: bool = False, status: bool = False) -> None:
+        plot: bool = False, status: bool = False, predict: Prediction | None = None) -> None:
     """``assistant replay``: a wav, or a folder saved by ``run --record``, through the configured
     assistant; the results (and with ``plot`` a timeline PNG per turn) in ``out``. With ``status``
-    the status page shows it as it runs."""
+    the status page shows it as it runs; with ``predict``, paced by the board's timings."""
     from assistant.status.web import page_for, with_page
 
     mic, played = _session_files(session)
     recording = read_wav(mic, cfg.audio.sample_rate)  # before anything is written
     reference = read_wav(played, cfg.audio.sample_rate) if played is not None else None
+    if predict is not None and realtime:
+        raise ConfigError("--predict paces the models by the board's timings in session time: drop --realtime")
     if reference is not None and echo:
         raise ConfigError(f"{session} is a recorded room session: it has its echo already; drop --echo")
     loop = Echo.parse(echo) if echo else Echo()
@@ -70,12 +75,16 @@ def run(cfg: Config, session: Path, out: Path, echo: str | None = None, realtime
             page.board.pids = parts.pids
         shown = [page.board] if page is not None else []
         summary = asyncio.run(with_page(page, lambda: replay(parts, recording, out, echo=loop, realtime=realtime,
-                                                             reference=reference, subscribers=shown)))
+                                                             reference=reference, subscribers=shown,
+                                                             predict=predict)))
     if plot:
         _plot(out)
+    label = f"PREDICTION for an RK3576 ({predict.layout}): " if predict is not None else ""
     for i, turn in enumerate(summary["turns"], 1):
         print(f"turn {i}: {turn['transcript']!r} -> {turn['reply']!r} "
-              f"(end of speech -> first audio {turn['end_of_speech_to_first_audio_s']} s)")
+              f"({label}end of speech -> first audio {turn['end_of_speech_to_first_audio_s']} s)")
+    if predict is not None:
+        print(f"PREDICTION, not a measurement: timings from {predict.timings.source}")
     print(f"wrote {out}/played.wav, events.jsonl, summary.json")
 
 
@@ -100,20 +109,30 @@ def _plot(out: Path) -> None:
 async def replay(parts: app.Parts, recording: Samples, out_dir: Path, *,
                  echo: Echo | None = None, realtime: bool = False,
                  subscribers: Sequence[Subscriber] = (), clock: SampleClock | None = None,
-                 reference: Samples | None = None, start: datetime | None = None) -> dict[str, Any]:
+                 reference: Samples | None = None, start: datetime | None = None,
+                 predict: Prediction | None = None) -> dict[str, Any]:
     """Run ``recording`` through a session; write played.wav, events.jsonl and summary.json.
 
     ``reference`` is the playback recorded with a room session (``assistant run --record``): the
     echo canceller is fed with it, since the recording holds the echo of that playback. The
     tools see the time as ``start`` (default: now) plus the session time, so timers set in a
-    replay fall due in it.
+    replay fall due in it. With ``predict`` the ASR, LLM, TTS and turn model take the board's time
+    (lockstep, so not with ``realtime``), and summary.json says it is a prediction.
     """
     cfg, tools = parts.cfg, parts.tools
     rate = cfg.audio.sample_rate
+    board = None
+    if predict is not None:
+        if realtime or clock is not None:
+            raise ValueError("replay: a prediction brings its own clock and is never real time")
+        clock = PacedClock(rate)
+        board = BoardTime(predict.layout, clock)
+        parts = replace(parts, backends=paced(parts.backends, board, predict.timings, cfg.asr.window_s))
     clock = clock or SampleClock(rate, realtime=realtime)
     echo = echo or Echo()
     device = ReplayDevice(recording, clock, cfg.audio.chunk_samples, echo_gain=echo.gain,
-                          echo_delay_ms=echo.delay_ms, realtime=realtime, recorded_reference=reference)
+                          echo_delay_ms=echo.delay_ms, realtime=realtime, recorded_reference=reference,
+                          pacer=board)
     bus = EventBus(clock)
     began = start or datetime.now().astimezone()
 
@@ -138,6 +157,8 @@ async def replay(parts: app.Parts, recording: Samples, out_dir: Path, *,
         recorder.close()
         write_wav(out_dir / "played.wav", device.played(), rate)
         result = summary.summary()
+        if predict is not None:
+            result["prediction"] = predict.describe()
         (out_dir / "summary.json").write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n",
                                               encoding="utf-8")
     log.info("replay done", out=str(out_dir), turns=len(result["turns"]),

@@ -126,7 +126,7 @@ def run_replay(tmp_path: Path, vad: SherpaSileroVad) -> ReplayRunner:
                   tts: Any = None, kws: Any = None, echo: Echo | None = None,
                   subscribers: tuple[Any, ...] = (), realtime: bool = False, clock: Any = None,
                   phrase_cache: Any = None, vad_model: Any = None, tools: Any = None,
-                  start: Any = None, turn: Any = None) -> Replayed:
+                  start: Any = None, turn: Any = None, predict: Any = None) -> Replayed:
         out = tmp_path / f"run{next(counter)}"
         the_vad = vad_model or vad
         the_vad.reset()
@@ -134,7 +134,7 @@ def run_replay(tmp_path: Path, vad: SherpaSileroVad) -> ReplayRunner:
                             tts=tts or ToneTts(), kws=kws, turn=turn)
         parts = Parts(make_config(*overrides), backends, tools, phrase_cache)
         summary = await replay(parts, recording, out, echo=echo, subscribers=subscribers, realtime=realtime,
-                               clock=clock, start=start)
+                               clock=clock, start=start, predict=predict)
         events = [json.loads(line) for line in (out / "events.jsonl").read_text(encoding="utf-8").splitlines()]
         assert summary == json.loads((out / "summary.json").read_text(encoding="utf-8"))
         return Replayed(events, summary, read_wav(out / "played.wav", RATE), out)

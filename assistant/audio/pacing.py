@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Protocol
 
 SETTLE_YIELDS = 16
+
+
+class Pacing(Protocol):
+    """What a recorded microphone waits on before each chunk."""
+
+    async def until(self, end_sample: int) -> None: ...
 
 
 class Pacer:

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Callable
 
 import numpy as np
 
-from assistant.audio.pacing import Pacer
+from assistant.audio.pacing import Pacer, Pacing
 from assistant.audio.protocols import Samples
 from assistant.audio.reference import PlayedAudio
 from assistant.clock import SampleClock
@@ -86,12 +86,14 @@ class ReplayDevice:
     """A full-duplex device for replay: ``mic`` (an AudioSource) and ``speaker`` (an AudioSink).
 
     After the recording ends the microphone goes on with silence while ``keep_going()`` is true
-    (for instance until the assistant is idle again), for at most ``max_tail_s``.
+    (for instance until the assistant is idle again), for at most ``max_tail_s``. A ``pacer`` other
+    than the default one (as fast as possible, or real time) decides when each chunk is handed out.
     """
 
     def __init__(self, recording: Samples, clock: SampleClock, chunk_samples: int, *,
                  echo_gain: float = 0.0, echo_delay_ms: float = 0.0, realtime: bool = False,
-                 max_tail_s: float = 300.0, recorded_reference: Samples | None = None) -> None:
+                 max_tail_s: float = 300.0, recorded_reference: Samples | None = None,
+                 pacer: Pacing | None = None) -> None:
         self.sample_rate = clock.sample_rate
         self.chunk_samples = chunk_samples
         self.clock = clock
@@ -103,6 +105,7 @@ class ReplayDevice:
         self.keep_going: Callable[[], bool] = lambda: False
         self.speaker = ReplaySpeaker(self.sample_rate)
         self.recorded_reference = recorded_reference
+        self.pacer = pacer
         self._timeline = np.zeros(len(recording) + chunk_samples, np.float32)
         self._timeline_len = 0
         self._closed = False
@@ -116,7 +119,8 @@ class ReplayDevice:
         return _window(self.recording, start, n)
 
     async def chunks(self) -> AsyncIterator[Samples]:
-        n, pacer, pos = self.chunk_samples, Pacer(self.sample_rate, realtime=self.realtime), 0
+        n, pos = self.chunk_samples, 0
+        pacer = self.pacer or Pacer(self.sample_rate, realtime=self.realtime)
         end = len(self.recording)
         while not self._closed:
             if pos >= end and (not self.keep_going() or pos >= end + self.max_tail_samples):
