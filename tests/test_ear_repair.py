@@ -70,6 +70,8 @@ def test_what_the_ears_agree_on_or_cannot_compare_is_left_as_it_is() -> None:
     # the ears heard different things altogether (a noise, another talker): no mending
     assert mend("等摩环节紧张", syl("ni hao"), LEXICON, Sentences("你好")).text == "等摩环节紧张"
     assert mend("", syl("zen me"), LEXICON, lm).text == ""
+    long = "等摩环节紧张" * 5  # past a request's length: kept as heard, no forward pass spent on it
+    assert mend(long, syl("zen me huan jie jin zhang " * 5), LEXICON, Sentences("怎么缓解紧张" * 5)).text == long
 
 
 def test_disagreements_are_the_spans_between_agreeing_syllables() -> None:

@@ -41,6 +41,7 @@ EAR_WEIGHT = 2.5  # nats a syllable: how much the second ear's hearing counts
 WHISPER_WEIGHT = 2.5  # nats a syllable: how much Whisper's hearing counts (the two ears alike)
 EXTEND = 2  # syllables either side of a span that may be spelled again with it (未神 + 么 → 为什么)
 MARGIN = 2.0  # nats: how much likelier a mended transcript must be
+MAX_SYLLABLES = 24  # a longer transcript is kept as heard: requests are short, and each option costs a forward pass
 MAX_DISAGREEMENT = 0.6  # of the syllables: beyond this the two ears heard different things; no mending
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 _NOT_SPELLABLE = re.compile(r"[0-9A-Za-z０-９Ａ-Ｚａ-ｚ]")
@@ -175,7 +176,7 @@ def mend(text: str, ear: Sequence[str], lexicon: Lexicon, logprobs: Logprobs) ->
     """``text`` with the spans where ``ear`` heard other syllables spelled as the ear heard them, where
     the language model (``logprobs``) finds the result clearly likelier; else ``text``."""
     heard = pinyin(text)
-    if not heard or not ear or _NOT_SPELLABLE.search(text) \
+    if not heard or not ear or len(heard) > MAX_SYLLABLES or _NOT_SPELLABLE.search(text) \
             or distance(heard, ear) > MAX_DISAGREEMENT * max(len(heard), len(ear)):
         return Mended(text, ())
     current, tried, best = text, [], math.nan
