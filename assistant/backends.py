@@ -108,7 +108,8 @@ def second_ear(cfg: Config, assets: Assets) -> dict[str, Any]:
     words = jieba_word_list() if cfg.asr.second_ear else None
     if words is None:
         return {}
-    return {"ear": PinyinEar(assets.folder(MODEL)), "mender": Mender(words, assets.store.parent / "ear-lexicon.json")}
+    return {"ear": PinyinEar(assets.folder(MODEL)), "mender": Mender(words, assets.store.parent / "ear-lexicon.json"),
+            "mend_below": cfg.asr.min_char_logprob}  # what the responder would ask again: mended first
 
 
 def rescorer(cfg: Config, assets: Assets) -> Rescorer | None:

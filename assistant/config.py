@@ -273,7 +273,8 @@ class AsrConfig:
                                  lo=0.0, hi=5.0)
     second_ear: bool = _opt(True, "Mend the transcript where the keyword spotter's zipformer, decoded as "
                                   "syllables, heard other words and the rescoring model finds its spelling "
-                                  "likelier (needs the rescoring model and jieba's word list).")
+                                  "likelier, for a transcript less likely than min_char_logprob (needs the "
+                                  "rescoring model and jieba's word list).")
     min_char_logprob: float = _opt(-5.0, "A request only the LLM would answer, whose transcript the rescoring "
                                           "model finds less likely than this (mean log-probability per "
                                           "character), is asked again; -100 never.", lo=-100.0, hi=0.0)

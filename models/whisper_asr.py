@@ -32,7 +32,9 @@ reading missed, or a sum whose numbers the readings disagree on.
 With an ``ear`` (``models.pinyin_ear``: the keyword spotter's zipformer, hearing syllables) and a
 ``mender`` (``assistant.text.ear_repair``), the transcript is spelled again where the second ear
 heard other syllables, when the rescoring model finds the mended words clearly likelier (等摩环节紧张
-→ 怎么缓解紧张); Whisper's own transcript is then one of the other readings.
+→ 怎么缓解紧张); Whisper's own transcript is then one of the other readings. Only a transcript the
+rescoring model finds less likely than ``mend_below`` (per character) is mended: one that reads as
+Mandarin already costs nothing more.
 
 The encoder window is sized to the utterance: faster-whisper always pads the features to Whisper's
 30 s (3000 frames), but CTranslate2's encoder takes fewer frames, and a request of a few seconds
@@ -84,7 +86,8 @@ class WhisperAsr:
                  min_avg_logprob: float = float("-inf"), max_no_speech_prob: float = 1.0,
                  window_s: float = FULL_WINDOW_S, likely_command: Callable[[str], bool] | None = None,
                  fallback: tuple[float, ...] = (), rescorer: Rescorer | None = None, n_best: int = 5,
-                 rescore_weight: float = 0.3, ear: Ear | None = None, mender: Mender | None = None) -> None:
+                 rescore_weight: float = 0.3, ear: Ear | None = None, mender: Mender | None = None,
+                 mend_below: float = 0.0) -> None:
         if not 1.0 <= window_s <= FULL_WINDOW_S:
             raise ValueError(f"asr: window_s must be within 1–30 s, not {window_s}")
         self.model_dir = model_dir
@@ -106,6 +109,7 @@ class WhisperAsr:
         mends = self.rescorer is not None and ear is not None and mender is not None
         self.ear: Ear | None = ear if mends else None
         self.mender: Mender | None = mender if mends else None
+        self.mend_below = mend_below  # only a transcript less likely than this (per character) is mended
         self.last_scores: tuple[float, float] | None = None  # (mean log-prob, no-speech prob) of the last run
         self._weighed: dict[str, float] = {}  # the rescorer's summed log-prob of each text it weighed last
         self._ranked: list[str] = []  # the last weighing's readings, likeliest first
@@ -225,6 +229,9 @@ class WhisperAsr:
         finds the mended words likelier), or as it is."""
         if not text or self.ear is None or self.mender is None or stop.is_set():
             return text
+        content = _content(text)
+        if not content or self._logprobs([text])[0] / len(content) >= self.mend_below:
+            return text  # likely Mandarin as it is: the ear's spelling could only trade it for a homophone
         mended = self.mender(text, self.ear.syllables(samples), self._logprobs)
         if mended != text:
             log.info("transcript mended by the second ear", whisper=text, now=mended)

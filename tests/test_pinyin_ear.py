@@ -99,9 +99,12 @@ async def test_whispers_transcript_is_mended_towards_what_the_second_ear_heard()
         before = await plain.transcribe(audio)
         after = await mended.transcribe(audio)
         others = await mended.readings(after)
+        mended.mend_below = -100.0  # only a transcript less likely than this is mended: none is
+        kept = await mended.transcribe(audio)
     finally:
         mended.rescorer = None
         mended.close()
         plain.close()
     assert cer(said, after) < cer(said, before), (before, after)
     assert before in others, others  # Whisper's own words are one of the other readings
+    assert kept == before
