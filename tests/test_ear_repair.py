@@ -49,6 +49,15 @@ def test_a_word_the_ears_split_differently_is_spelled_whole() -> None:
     assert mend("后天北京能布朗", syl("hou tian bei jing leng bu leng"), LEXICON, lm).text == "后天北京冷不冷"
 
 
+def test_syllables_the_second_ear_missed_are_not_dropped_from_the_transcript() -> None:
+    # the streaming ear often misses a request's first syllables: 鲁迅 is not mended away, though the
+    # rest alone reads as a likelier sentence; one syllable Whisper added may still go
+    lexicon = Lexicon.from_counts({**COUNTS, "哪": 5000, "国": 8000, "人": 40000, "用": 30000, "呼吸": 900})
+    lm = Sentences("是哪国人", "用什么呼吸")
+    assert mend("无讯是哪国人", syl("shi na guo ren"), lexicon, lm).text == "无讯是哪国人"
+    assert mend("以用什么呼吸", syl("yong shen me hu xi"), lexicon, lm).text == "用什么呼吸"
+
+
 def test_whisper_keeps_its_words_where_the_model_does_not_find_the_ears_likelier() -> None:
     lm = Sentences("谢谢你的帮助")  # the second ear is wrong here: 点线里的帮助 is no sentence
     assert mend("谢谢你的帮助。", syl("dian xian li de bang zhu"), LEXICON, lm).text == "谢谢你的帮助。"

@@ -43,6 +43,7 @@ EXTEND = 2  # syllables either side of a span that may be spelled again with it 
 MARGIN = 2.0  # nats: how much likelier a mended transcript must be
 MAX_SYLLABLES = 24  # a longer transcript is kept as heard: requests are short, and each option costs a forward pass
 MAX_DISAGREEMENT = 0.6  # of the syllables: beyond this the two ears heard different things; no mending
+MAX_DROPPED = 1  # of Whisper's syllables a spelling may drop: the streaming ear misses a request's first ones
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 _NOT_SPELLABLE = re.compile(r"[0-9A-Za-z０-９Ａ-Ｚａ-ｚ]")
 
@@ -209,8 +210,10 @@ def _options(text: str, ear: Sequence[str], lexicon: Lexicon) -> dict[str, tuple
         for before in range(EXTEND + 1):
             for after in range(EXTEND + 1):
                 a, b = i0 - before, i1 + after
-                if a < 0 or b > len(heard) or j0 - before < 0 or j1 + after > len(ear) or j1 + after == j0 - before:
-                    continue
+                spoken = j1 + after - (j0 - before)  # the ear's syllables that spell the span
+                if a < 0 or b > len(heard) or j0 - before < 0 or j1 + after > len(ear) or spoken == 0 \
+                        or (b - a) - spoken > MAX_DROPPED:
+                    continue  # 无讯是哪国人 is not mended to 是哪国人 where the ear missed 鲁迅
                 start = chars[a] if a < len(chars) else len(text)
                 end = chars[b - 1] + 1 if b > a else start
                 for rank, (spelled, likely) in enumerate(lexicon.spellings(ear[j0 - before: j1 + after])):
