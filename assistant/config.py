@@ -271,7 +271,7 @@ class AsrConfig:
     n_best: int = _opt(5, "Hypotheses rescored (at most beam_size).", lo=2, hi=10)
     rescore_weight: float = _opt(0.3, "Weight of the rescoring model's log-probability against Whisper's.",
                                  lo=0.0, hi=5.0)
-    second_ear: bool = _opt(True, "Mend the transcript where the keyword spotter's zipformer, decoded as "
+    second_ear: bool = _opt(False, "Mend the transcript where the keyword spotter's zipformer, decoded as "
                                   "syllables, heard other words and the rescoring model finds its spelling "
                                   "likelier, for a transcript less likely than min_char_logprob (needs the "
                                   "rescoring model and jieba's word list).")

@@ -54,11 +54,12 @@ def test_the_second_ear_refuses_use_before_load_and_a_folder_without_its_files(t
 
 def test_the_configuration_gives_whisper_its_second_ear_only_where_it_can_mend() -> None:
     assets = Assets([SHARED / "models"])
-    asr = backends.asr(make_config(), assets)
+    asr = backends.asr(make_config("asr.second_ear=true"), assets)
     assert isinstance(asr, WhisperAsr) and asr.ear is not None and asr.mender is not None
-    off = backends.asr(make_config("asr.second_ear=false"), assets)
+    off = backends.asr(make_config(), assets)  # the default: off (README "A second ear": its time)
     assert isinstance(off, WhisperAsr) and off.ear is None
-    unweighed = backends.asr(make_config('asr.rescore=""'), assets)  # nothing to judge a spelling by
+    # nothing to judge a spelling by
+    unweighed = backends.asr(make_config('asr.rescore=""', "asr.second_ear=true"), assets)
     assert isinstance(unweighed, WhisperAsr) and unweighed.ear is None and unweighed.mender is None
 
 
