@@ -47,6 +47,7 @@ decoder): a dropped speculative transcription frees the worker for the final one
 from __future__ import annotations
 
 import math
+import re
 import threading
 import zlib
 from collections.abc import Callable
@@ -69,6 +70,7 @@ SEED = 20261202  # the sampling fallback's: replays stay byte-identical
 LENGTH_SLACK = 0.2  # rescoring weighs hypotheses within this share of the first one's length
 RESCORED_CHARS = 60  # ... and only a first hypothesis up to this many characters
 WEIGHED_MIN_CHARS = 3  # shorter, one token carries all the surprise of a sentence's start (对 −8.2, 算了 −6.3)
+_STUTTER = re.compile(r"(\D)\1\1")
 MAX_COMPRESSION = 2.4  # faster-whisper's threshold: text that zips this well is a decoding loop
 
 
@@ -384,6 +386,9 @@ def rescored(found: list[Hypothesis], rescorer: Rescorer, weight: float,
     first half); those that differ only in punctuation, or in Traditional against Simplified
     characters, are weighed once, as the first of them. A first hypothesis longer than
     ``RESCORED_CHARS`` is kept as it is: the weighing costs time by the token, and requests are short.
+    A reading that stutters (one character three times running, not a digit) is not weighed: the
+    language model finds each repeat likelier than the one before, so 点点点点点 beat 先量小一点 (音量小一点)
+    and 以以以以 beat 你连王了吗 (你联网了吗). Whisper's first hypothesis is weighed whatever it is.
     ``weighed`` is given each weighed text's (its letters and digits) log-probability, and ``ranked``
     the weighed hypotheses, likeliest together first."""
     first = _content(simplified(found[0][0]))
@@ -393,7 +398,7 @@ def rescored(found: list[Hypothesis], rescorer: Rescorer, weight: float,
     distinct: dict[str, Hypothesis] = {}
     for hypothesis in found:
         content = _content(simplified(hypothesis[0]))
-        if content and abs(len(content) - len(first)) <= slack:
+        if content and abs(len(content) - len(first)) <= slack and (not distinct or not _stutters(content)):
             distinct.setdefault(content, hypothesis)
     if len(distinct) < 2:
         return found[0]
@@ -412,6 +417,11 @@ def rescored(found: list[Hypothesis], rescorer: Rescorer, weight: float,
 def _content(text: str) -> str:
     """The letters and digits of a transcript (what the language model weighs)."""
     return "".join(ch for ch in text if ch.isalnum())
+
+
+def _stutters(content: str) -> bool:
+    """One character (not a digit: 1000 is a number) three times running: 点点点点点, 以以以以."""
+    return _STUTTER.search(content) is not None
 
 
 def _looped(text: str) -> bool:

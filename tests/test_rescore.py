@@ -249,3 +249,19 @@ async def test_whispers_own_confidence_judges_the_audio_whichever_reading_is_cho
     finally:
         plain.close()
         other.close()
+
+
+def test_a_stuttering_reading_is_not_weighed() -> None:
+    # the language model finds each repeat likelier than the last: 点点点点点 beat 先量小一点 (音量小一点)
+    # in the spoken evaluation's near room, and the reply said 点 fifty times
+    weighing = Weighing({"先量小一点": -30.0, "点点点点点": -12.0, "声量小一点": -28.0})
+    found = [("先量小一点", -3.0, 6), ("点点点点点", -3.5, 6), ("声量小一点", -3.4, 6)]
+    assert hypotheses_chosen(weighing, found) == "声量小一点"
+    assert weighing.asked == [["先量小一点", "声量小一点"]]
+
+
+def test_digits_running_and_a_stuttering_first_hypothesis_are_weighed() -> None:
+    weighing = Weighing({"1000除以8": -20.0, "1000处以8": -25.0, "哈哈哈": -5.0, "哈哈": -2.0})
+    assert hypotheses_chosen(weighing, [("1000处以8", -3.0, 6), ("1000除以8", -3.2, 6)]) == "1000除以8"
+    assert hypotheses_chosen(weighing, [("哈哈哈", -1.0, 3), ("哈哈", -1.5, 2)]) == "哈哈"  # -2.1 beats -2.5
+    assert weighing.asked[-1] == ["哈哈哈", "哈哈"]
