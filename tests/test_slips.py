@@ -24,6 +24,11 @@ TZ = ZoneInfo("Asia/Shanghai")
     ("100 减去 38 十多 少", "100减去38是多少"),  # as Whisper wrote it in the near room, spaces and all
     ("100减去 三十八十多少", "100减去三十八是多少"),  # after a Chinese numeral that cannot go on with 十
     ("25 14 十多少", "25 14是多少"),  # only the spaces beside a Chinese character go: two numbers stay two
+    ("88剪19是多少?", "88减19是多少?"),  # an operator heard as its homophone, between two numbers
+    ("一千楚以八是多少", "一千除以八是多少"),
+    ("1000处以8等于几", "1000除以8等于几"),
+    ("二十五成以四等于几", "二十五乘以四等于几"),
+    ("七家八等于多少", "七加八等于多少"),
 ])
 def test_a_sums_slip_is_put_right(heard, meant):
     assert repair(heard)[0] == meant
@@ -31,7 +36,9 @@ def test_a_sums_slip_is_put_right(heard, meant):
 
 @pytest.mark.parametrize("text", ["十五加二十七", "九乘以七是多少", "苹果加香蕉", "我想吃饭", "三个苹果加两个梨",
                                   "今天十点多少人", "十八时几分", "三十多少钱",
-                                  "中加20期 等于多少"])
+                                  "中加20期 等于多少",
+                                  "三点五加二", "2026年12月4号", "三本书五块钱", "七角八角九等于多少",
+                                  "三下五除二", "九成以上是多少"])
 def test_everything_else_is_left_as_heard(text):
     assert repair(text) == (text, [])
 

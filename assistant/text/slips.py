@@ -7,7 +7,10 @@ good word — but the grammar around them can: next to an operator (加, 减, �
 makes sense, so a one- or two-character span there whose every syllable is a near-miss of a
 numeral's (same final, an initial of the same place: zh/ch/sh/z/c/s/r, j/q/x, b/p, d/t, g/k, n/l,
 f/h) is read as that numeral; and a 十/事/市… right after a digit, before 多少 or 几, is 是 (after a
-Chinese numeral too, where it cannot go on: 三十八十多少).
+Chinese numeral too, where it cannot go on: 三十八十多少). Between two numbers, in turn, only an
+operator makes sense: a one- or two-character span there that is one's homophone, syllable for
+syllable (toneless; a near syllable is not enough: 三下五除二 is an idiom), is that operator (88剪19 → 88减19,
+一千楚以八 → 一千除以八, 二十五成以四 → 二十五乘以四).
 
 ``repair(text)`` returns the text with those spans replaced, and what was replaced. Nothing else is
 touched: outside an arithmetic context, or when a span is a numeral already, the text is as heard.
@@ -30,6 +33,9 @@ _RETROFLEX = {"zh": "z", "ch": "c", "sh": "s"}
 _BEFORE_OP = re.compile(rf"(?<![\u4e00-\u9fff])(?P<span>[^\W\d{NUMERALS}]{{1,2}})(?=(?:{_OPERATOR})[\d{NUMERALS}])")
 _AFTER_OP = re.compile(rf"(?<=[\d{NUMERALS}])(?P<op>{_OPERATOR})(?!以|上|去|掉)(?P<span>[^\W\d{NUMERALS}]{{1,2}})"
                        rf"(?=[\d{NUMERALS}]|$|等于|是|得|多少|几)")
+# A span of one or two Chinese characters between two numbers (not a decimal point: 三点五).
+_BETWEEN = re.compile(rf"(?<=[\d{NUMERALS}])(?P<span>[^\W\d{NUMERALS}点]{{1,2}})(?=[\d{NUMERALS}])")
+_OPERATORS = ("加", "减", "乘", "除", "加上", "减去", "乘以", "除以")
 # 是 heard as 十 (or a near-miss) after a digit; after a Chinese numeral only as 十, and only where no
 # numeral could go on (三十八十多少: nothing follows 三十八 with 十), so 十八时几分 stays a time.
 _IS = re.compile(r"(?<=\d)(十|事|市|式|时|实|使|四)(?=多少|几)|(?<=十[一二三四五六七八九])十(?=多少|几)")
@@ -70,6 +76,16 @@ def _as_numerals(span: str) -> str | None:
     return "".join(out)
 
 
+_OPERATOR_SYLLABLES = {op: tuple(lazy_pinyin(op)) for op in _OPERATORS}
+_HOMOPHONES = {syllables: op for op, syllables in _OPERATOR_SYLLABLES.items()}
+
+
+def _as_operator(span: str) -> str | None:
+    """The operator ``span`` is a homophone of, or None (it is one already, or none sounds so)."""
+    heard = tuple(lazy_pinyin(span))
+    return None if span in _OPERATOR_SYLLABLES else _HOMOPHONES.get(heard)
+
+
 def repair(text: str) -> tuple[str, list[tuple[str, str]]]:
     """``text`` with a sum's near-miss numerals and 是 put right; the (heard, put) pairs."""
     fixes: list[tuple[str, str]] = []
@@ -82,11 +98,19 @@ def repair(text: str) -> tuple[str, list[tuple[str, str]]]:
         fixes.append((span, put))
         return m[0].replace(span, put)
 
+    def operator(m: re.Match[str]) -> str:
+        put = _as_operator(m["span"])
+        if put is None:
+            return m[0]
+        fixes.append((m["span"], put))
+        return put
+
     def copula(m: re.Match[str]) -> str:
         fixes.append((m[0], "是"))
         return "是"
 
     joined = _SPACE.sub("", text)  # Whisper's spaces inside a sentence (100 减去 38 十多 少) mean nothing
+    joined = _BETWEEN.sub(operator, joined)
     joined = _BEFORE_OP.sub(numeral, joined)
     joined = _AFTER_OP.sub(numeral, joined)
     joined = _IS.sub(copula, joined)
