@@ -174,12 +174,11 @@ def test_a_worker_that_cannot_load_is_one_clear_error(tmp_path: Path) -> None:
     assert not w.up
 
 
-@pytest.mark.parametrize("kill_at", [LlmFirstToken, PlaybackStarted], ids=["mid-LLM", "mid-TTS"])
-async def test_a_session_whose_worker_is_killed_mid_reply_apologizes_and_answers_the_next_request(
-        tmp_path: Path, vad: Any, kill_at: type) -> None:
-    """The issue's check: a realtime replay whose worker is SIGKILLed during the first of two requests:
-    at the LLM's first token, or once the reply plays (the TTS is still making the rest of it)."""
-    cfg = worker_config("barge_in.enabled=false")
+async def killed_session(tmp_path: Path, vad: Any, cfg: Config, kill_at: type, gap_s: float,
+                         tail_s: float = 7.0) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """A realtime replay of two requests, corpus 020 (the LLM's) and, ``gap_s`` later, ask_who_are_you,
+    then ``tail_s`` of quiet, whose worker is SIGKILLed at the first ``kill_at`` event: its events and
+    summary."""
     models = app.backends(cfg)
     assert models.worker is not None
     w = models.worker
@@ -188,23 +187,32 @@ async def test_a_session_whose_worker_is_killed_mid_reply_apologizes_and_answers
         model.load()
     killed: list[int] = []
 
-    def kill_at_first_token(t: float, event: object) -> None:
+    def kill(t: float, event: object) -> None:
         if isinstance(event, kill_at) and not killed and w.pid is not None:
             killed.append(w.pid)
             os.kill(w.pid, signal.SIGKILL)
 
-    # corpus 020 goes to the LLM; ask_who_are_you, 24 s later (after the apology, which barge-in off would
-    # not hear it over), is answered by the new worker
-    audio = session_of(silence(0.5), read_wav(CORPUS_020, RATE), silence(24.0), real("ask_who_are_you.wav"),
-                       silence(7.0))
+    audio = session_of(silence(0.5), read_wav(CORPUS_020, RATE), silence(gap_s), real("ask_who_are_you.wav"),
+                       silence(tail_s))
     try:
-        summary = await replay(Parts(cfg, models), audio, tmp_path / "out", realtime=True,
-                               subscribers=[kill_at_first_token])
+        summary = await replay(Parts(cfg, models), audio, tmp_path / "out", realtime=True, subscribers=[kill])
     finally:
         w.close()
+    assert killed
     events = [json.loads(line) for line in (tmp_path / "out" / "events.jsonl").read_text("utf-8").splitlines()]
+    return events, summary
+
+
+@pytest.mark.parametrize("kill_at", [LlmFirstToken, PlaybackStarted], ids=["mid-LLM", "mid-TTS"])
+async def test_a_session_whose_worker_is_killed_mid_reply_apologizes_and_answers_the_next_request(
+        tmp_path: Path, vad: Any, kill_at: type) -> None:
+    """The issue's check: a realtime replay whose worker is SIGKILLed during the first of two requests:
+    at the LLM's first token, or once the reply plays (the TTS is still making the rest of it)."""
+    # the second request, 24 s later (after the apology, which barge-in off would not hear it over), is
+    # answered by the new worker
+    events, summary = await killed_session(tmp_path, vad, worker_config("barge_in.enabled=false"), kill_at, 24.0)
     kinds = [e["type"] for e in events]
-    assert killed and kinds.count(WorkerStarted.type) == 2, kinds
+    assert kinds.count(WorkerStarted.type) == 2, kinds
     lost = kinds.index(LostEvent.type)
     restarted = kinds.index(WorkerRestarted.type)
     assert "playback_started" in kinds[lost:restarted]  # the apology, while there was no worker
@@ -213,3 +221,20 @@ async def test_a_session_whose_worker_is_killed_mid_reply_apologizes_and_answers
     assert replies and "听说" in replies[0]  # the second request, answered by the new worker
     assert [e["stage"] for e in summary["errors"]] == ["reply"]  # the loss, reported once
     assert summary["turns"][-1]["first_audio_t"] is not None
+
+
+async def test_a_request_spoken_while_the_worker_restarts_is_answered_when_it_is_back(
+        tmp_path: Path, vad: Any) -> None:
+    """The turn issue's check: the worker is killed at the first request's first token and stays down
+    for its 10 s back-off and its load; the second request, spoken 8 s after the first (after the
+    apology), ends while there is no worker. It waits for the new one and is answered, not dropped
+    (before, thinking's 30 s watchdog could send it back to idle with nothing said)."""
+    cfg = worker_config("barge_in.enabled=false", "worker.restart_backoff_s=10")
+    events, summary = await killed_session(tmp_path, vad, cfg, LlmFirstToken, 8.0, tail_s=40.0)
+    kinds = [e["type"] for e in events]
+    restarted = kinds.index(WorkerRestarted.type)
+    ended = [e for e in events if e["type"] == "speech_ended"]
+    assert len(ended) == 2 and ended[1]["t"] < events[restarted]["t"], (ended, events[restarted])  # said meanwhile
+    replies = [e["text"] for e in events[restarted:] if e["type"] == "reply_text"]
+    assert replies and "听说" in replies[0], replies  # ... and answered by the new worker
+    assert [e["stage"] for e in summary["errors"]] == ["reply"]  # only the first request's loss
