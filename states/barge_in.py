@@ -11,22 +11,19 @@ itself say it). Both checks are the echo defence's (``states/echo_defence.py``).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 import structlog
 
 from assistant.audio.protocols import Samples
 from assistant.events import BargeIn
+from states.context import TurnContext
 from states.onset import OnsetDetector
 from states.state import State, VadWindow
-
-if TYPE_CHECKING:
-    from states.session import Session
 
 log = structlog.get_logger("barge_in")
 
 
-def make_detector(session: Session, echo_window_from: int | None) -> OnsetDetector:
+def make_detector(session: TurnContext, echo_window_from: int | None) -> OnsetDetector:
     """The barge-in decision for the current reply; muted for the echo window after playback starts."""
     cfg, rate = session.cfg, session.cfg.audio.sample_rate
     mute_until = 0 if echo_window_from is None else session.echo.window_end(echo_window_from)
@@ -35,7 +32,7 @@ def make_detector(session: Session, echo_window_from: int | None) -> OnsetDetect
                          max_gap_samples=cfg.barge_in.max_gap_ms * rate // 1000)
 
 
-async def barge_in(session: Session, reason: str, onset: int | None, trigger: str = "barge_in") -> None:
+async def barge_in(session: TurnContext, reason: str, onset: int | None, trigger: str = "barge_in") -> None:
     """Stop the reply and listen: cancel reply tasks, clear the sink, report, enter listening
     (or, for a stop word, idle).
 

@@ -30,8 +30,8 @@ from models.protocols import APOLOGY, WorkerLost, char_logprob, readings
 if TYPE_CHECKING:
     from assistant.respond import Answer
     from models.protocols import Llm, Tts
+    from states.context import TurnContext
     from states.listening import Speculation
-    from states.session import Session
 
 log = structlog.get_logger("reply")
 
@@ -39,7 +39,7 @@ UNHEARD_MIN_S = 0.8  # a shorter utterance with no words in it was most likely a
 
 
 class Reply:
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: TurnContext) -> None:
         self.session = session
         self.tasks = TaskScope("reply")
         self.stage = "asr"

@@ -14,7 +14,7 @@ import itertools
 from collections import deque
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -28,11 +28,11 @@ from assistant.phrase_cache import PhraseCache
 from assistant.text.wake import strip_wake_words
 from models.protocols import Backends, ModelError
 from states import machine
+from states.context import Requester, TurnReply
 from states.echo_defence import EchoDefence
 from states.idle import Idle
 from states.listening import Listening
 from states.noise_guard import NoiseGuard
-from states.reply import Reply
 from states.speaking import Speaking
 from states.state import State, VadWindow
 from states.thinking import Thinking
@@ -43,15 +43,11 @@ if TYPE_CHECKING:
 log = structlog.get_logger("session")
 
 
-class Requester(Protocol):
-    stopped: bool
-
-
 Tap = Callable[[Samples, Samples], None]  # (microphone chunk as captured, what the speaker played meanwhile)
 
 
 class Session:
-    """Shared context of the states: config, clock, bus, audio, models; and the audio pump."""
+    """Shared context of the states (a ``TurnContext``): config, clock, bus, audio, models; and the audio pump."""
 
     state: str  # assigned by the machine only
 
@@ -78,7 +74,7 @@ class Session:
         self._turns = itertools.count(1)
         self._vad_windows = 0
         self._requests: deque[tuple[str, Requester | None, dict[str, Any]]] = deque()
-        self.reply: Reply | None = None
+        self.reply: TurnReply | None = None
         self.unsaid: str | None = None  # a reminder whose announcement the worker's loss cut off
         self.heartbeat: Callable[[], None] | None = None  # called once per chunk: the pump is alive
         self.state_since = 0

@@ -19,8 +19,8 @@ class Speaking(Interruptible):
         s = self.session
         if trigger == "remind":  # from idle: nothing is playing yet
             s.new_turn()
-            s.reply = Reply(s)
-            s.reply.announce(kwargs["text"])
+            s.reply = reply = Reply(s)
+            reply.announce(kwargs["text"])
         started = s.reply.first_audio_sample if s.reply is not None else None
         self.window_set = started is not None
         self.detector = make_detector(s, echo_window_from=s.clock.samples if started is None else started)

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from assistant.audio.protocols import Samples
 from assistant.tasks import TaskScope
-
-if TYPE_CHECKING:
-    from states.session import Session
+from states.context import TurnContext
 
 
 @dataclass(frozen=True)
@@ -25,7 +23,7 @@ class State:
 
     name = "state"
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: TurnContext) -> None:
         self.session = session
         self.tasks = TaskScope(self.name)
 

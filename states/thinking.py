@@ -18,9 +18,9 @@ class Thinking(Interruptible):
     async def enter(self, trigger: str, kwargs: dict[str, Any]) -> None:
         s = self.session
         self.detector = make_detector(s, echo_window_from=None)
-        s.reply = Reply(s)
-        s.reply.start(kwargs["utterance"], kwargs.get("utterance_start"), kwargs.get("speculation"),
-                      heard=(kwargs["audio_from"], kwargs["voiced_end"]) if "voiced_end" in kwargs else None)
+        s.reply = reply = Reply(s)
+        reply.start(kwargs["utterance"], kwargs.get("utterance_start"), kwargs.get("speculation"),
+                    heard=(kwargs["audio_from"], kwargs["voiced_end"]) if "voiced_end" in kwargs else None)
 
     async def exit(self, dest: str) -> None:
         s = self.session
