@@ -144,21 +144,11 @@ def circles(graph: dict[str, set[str]]) -> list[set[str]]:
     return found
 
 
-# The states and their Session still name each other (the context every state is given, and the
-# Reply it holds); the turn handle of the turn issue is what takes this circle apart. Until then it
-# may not grow, and no other circle may appear.
-STATES_CIRCLE = {"states.barge_in", "states.endpointer", "states.idle", "states.listening", "states.onset",
-                 "states.reply", "states.session", "states.speaking", "states.state", "states.thinking"}
-
-
-def test_no_import_circle_outside_the_states() -> None:
+def test_no_import_circle() -> None:
     # the 19-module circle of the turn issue ran states → worker → the composition root → front ends
-    # → states; the audio protocols, the played reference and the wav files were another
-    assert [sorted(c) for c in circles(module_graph()) if not c <= STATES_CIRCLE] == []
-
-
-def test_the_states_circle_does_not_grow() -> None:
-    assert [sorted(c - STATES_CIRCLE) for c in circles(module_graph()) if c & STATES_CIRCLE] in ([], [[]])
+    # → states; the audio protocols, the played reference and the wav files were another; the states
+    # and their Session were the last (the states now name the context's Protocols, states/context.py)
+    assert [sorted(c) for c in circles(module_graph())] == []
 
 
 def test_the_circle_check_sees_a_circle() -> None:
