@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from assistant import app, config, live, logs
+from assistant import app, config, frontend, logs
 from assistant.clock import SampleClock
 from assistant.events import Event, to_record
 from models.assets import Assets
@@ -21,7 +21,7 @@ async def main() -> None:
                              "audio.capture_device='tscap'", "audio.playback_device='tsplay'"])
     logs.setup("warning")
     clock = SampleClock(16000, realtime=True)
-    source, sink = live.open_devices(cfg, clock)
+    source, sink = frontend.open_devices(cfg, clock)
     vad = SherpaSileroVad(silero_model_path(Assets()))
     vad.load()
     backends = Backends(vad=vad, asr=ScriptedAsr("你是谁"), llm=ScriptedLlm("我是听说。"), tts=ToneTts())
@@ -32,7 +32,7 @@ async def main() -> None:
             source.close()
 
     try:
-        await asyncio.wait_for(live.hold(app.Parts(cfg, backends), clock, source, sink, [on_event]), 60)
+        await asyncio.wait_for(frontend.hold(app.Parts(cfg, backends), clock, source, sink, [on_event]), 60)
     finally:
         sink.close()
         vad.close()

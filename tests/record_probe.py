@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from assistant import app, config, live, logs
+from assistant import app, config, frontend, logs
 from assistant.clock import SampleClock
 from assistant.events import Event, to_record
 from models.assets import Assets
@@ -31,11 +31,11 @@ async def main(folder: Path) -> Path:
                              "audio.capture_device='tscap'", "audio.playback_device='tsplay'"])
     logs.setup("warning")
     clock = SampleClock(16000, realtime=True)
-    source, sink = live.open_devices(cfg, clock)
+    source, sink = frontend.open_devices(cfg, clock)
     vad = SileroVad(silero_model_path(Assets()))
     vad.load()
     backends = Backends(vad=vad, asr=ScriptedAsr("你是谁"), llm=ScriptedLlm("我是听说。"), tts=ToneTts())
-    rec = live.recorder(folder, cfg.audio.sample_rate)
+    rec = frontend.recorder(folder, cfg.audio.sample_rate)
 
     reply_done = asyncio.Event()
 
@@ -55,7 +55,8 @@ async def main(folder: Path) -> Path:
 
     stopper = asyncio.create_task(stop_after_reply())
     try:
-        await asyncio.wait_for(live.hold(app.Parts(cfg, backends), clock, source, sink, [on_event], recorder=rec), 60)
+        held = frontend.hold(app.Parts(cfg, backends), clock, source, sink, [on_event], recorder=rec)
+        await asyncio.wait_for(held, 60)
     finally:
         stopper.cancel()
         source.close()

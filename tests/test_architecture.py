@@ -33,7 +33,10 @@ def offenders(folder: str, forbidden: tuple[str, ...], allowed: tuple[str, ...] 
 
 
 FRONT_ENDS = ("assistant.app", "assistant.cli", "assistant.live", "assistant.replay", "assistant.wyoming",
-              "assistant.status", "assistant.commands", "assistant.backends")
+              "assistant.status", "assistant.commands", "assistant.backends", "assistant.frontend")
+# The commands a user runs, each its own front end: they share helpers (assistant.frontend,
+# assistant.wyoming.endpoint, assistant.status.web), never one another.
+ENTRY_POINTS = ("assistant.live", "assistant.replay", "assistant.wyoming.serve", "assistant.wyoming.satellite")
 
 
 def test_every_front_end_named_exists() -> None:
@@ -53,6 +56,11 @@ def test_every_front_end_named_exists() -> None:
 ])
 def test_no_forbidden_arrow(folder: str, forbidden: tuple[str, ...], allowed: tuple[str, ...]) -> None:
     assert offenders(folder, forbidden, allowed) == []
+
+
+def test_no_front_end_imports_another() -> None:
+    graph = module_graph()
+    assert [f"{a} imports {b}" for a in ENTRY_POINTS for b in sorted(graph[a]) if b in ENTRY_POINTS] == []
 
 
 def test_the_check_sees_an_arrow() -> None:

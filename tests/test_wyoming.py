@@ -292,7 +292,7 @@ async def test_zeroconf_advertises_the_services_where_home_assistant_looks() -> 
 
     from assistant.config import ConfigError
     from assistant.net import lan_address
-    from assistant.wyoming.serve import advertise
+    from assistant.wyoming.endpoint import advertise
 
     assert await advertise(AsyncTcpServer("127.0.0.1", 10700), "tingshuo", "wyoming") is None
     host = lan_address()

@@ -23,7 +23,7 @@ from wyoming.ping import Ping, Pong
 from wyoming.satellite import PauseSatellite, RunSatellite
 from wyoming.server import AsyncEventHandler, AsyncServer, AsyncTcpServer
 
-from assistant import app, live
+from assistant import app, frontend
 from assistant.audio.earcon import chime
 from assistant.audio.protocols import AudioSink, AudioSource
 from assistant.clock import SampleClock
@@ -33,9 +33,9 @@ from assistant.events import PlaybackFinished
 from assistant.net import ListenError, probe
 from assistant.status.board import StatusBoard
 from assistant.tasks import TaskScope
+from assistant.wyoming.endpoint import advertise, server_for
 from assistant.wyoming.info import satellite_info
 from assistant.wyoming.link import HaLink, Timer
-from assistant.wyoming.serve import advertise, server_for
 
 if TYPE_CHECKING:
     from zeroconf.asyncio import AsyncZeroconf
@@ -52,7 +52,7 @@ def run(cfg: Config) -> None:
 
     page = page_for(cfg, "satellite", kinds=("vad", "kws", "turn"))
     clock = SampleClock(cfg.audio.sample_rate, realtime=True)
-    source, sink = live.open_devices(cfg, clock)
+    source, sink = frontend.open_devices(cfg, clock)
     link = HaLink(cfg.satellite.reply_timeout_s)
     page.board.extra["home_assistant"] = lambda: home_status(link)
     try:
@@ -72,7 +72,7 @@ def home_status(link: HaLink) -> dict[str, object]:
 async def _hold(parts: app.Parts, link: HaLink, server: AsyncServer, clock: SampleClock, source: AudioSource,
                 sink: AudioSink, board: StatusBoard) -> None:
     async with Satellite(parts.cfg, link, server, sink) as satellite:
-        await live.hold(parts, clock, source, sink, subscribers=[satellite, board])
+        await frontend.hold(parts, clock, source, sink, subscribers=[satellite, board])
 
 
 class Satellite:
