@@ -30,7 +30,7 @@ from assistant.tasks import TaskScope
 from assistant.text.chunk import Chunker
 from assistant.text.normalize import normalize, protected_spans
 from models.cores import CoreGate
-from models.protocols import Llm, Tts
+from models.protocols import TextSource, Tts
 
 log = structlog.get_logger("pipeline")
 
@@ -62,14 +62,10 @@ class PipelineOptions:
 
 
 class FixedText:
-    """A reply already written (a tool's answer), given to the pipeline in place of the LLM."""
+    """A reply already written (a tool's answer): the text source of its pipeline."""
 
     def __init__(self, text: str) -> None:
         self.text = text
-
-    def load(self) -> None: ...
-
-    def close(self) -> None: ...
 
     def stop(self) -> None: ...
 
@@ -99,10 +95,10 @@ class Recording:
 class SpeechPipeline:
     """One reply's text-to-speech pipeline; ``run()`` returns when the last chunk has been queued."""
 
-    def __init__(self, llm: Llm, tts: Tts, sink: AudioSink, bus: EventBus, options: PipelineOptions,
+    def __init__(self, source: TextSource, tts: Tts, sink: AudioSink, bus: EventBus, options: PipelineOptions,
                  on_first_audio: Callable[[], None], cache: PhraseCache | None = None,
                  on_text: Callable[[str], None] | None = None, cores: CoreGate | None = None) -> None:
-        self.llm, self.tts, self.sink, self.bus = llm, tts, sink, bus
+        self.source, self.tts, self.sink, self.bus = source, tts, sink, bus
         self.options = options
         self.on_first_audio = on_first_audio
         self.cache = cache
@@ -127,7 +123,7 @@ class SpeechPipeline:
 
     async def stop(self) -> None:
         self._stopping = True
-        self.llm.stop()
+        self.source.stop()
         self.tts.stop()
         await self.tasks.cancel()
 
@@ -136,7 +132,7 @@ class SpeechPipeline:
         o = self.options
         chunker = Chunker(o.first_chunk_max, o.chunk_max, protected_spans, growth=o.chunk_growth)
         pieces: list[str] = []
-        async for piece in self.llm.reply(question):
+        async for piece in self.source.reply(question):
             if not pieces:
                 self.bus.publish(LlmFirstToken())
             pieces.append(piece)

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from assistant.text.hotwords import HotwordCorrector
     from assistant.tools.answers import Tools
     from assistant.tools.home import HomeAssistant
-    from models.protocols import Llm
+    from models.protocols import Llm, TextSource
 
 log = structlog.get_logger("respond")
 
@@ -50,7 +50,7 @@ SAY_AGAIN = "好的，请再说一遍。"
 class Answer:
     """What will speak the reply, and why."""
 
-    source: Llm  # a FixedText for a tool's answer, else the (guarded) LLM
+    source: TextSource  # a FixedText for a tool's answer, else the (guarded) LLM
     text: str  # the request after hot-word correction
     intent: str | None  # the tool's intent, or None for the LLM
 
@@ -323,9 +323,9 @@ class Responder:
             raise RuntimeError("respond: no LLM to answer with")
         return self.llm
 
-    def _llm(self, llm: Llm) -> Llm:
+    def _llm(self, llm: Llm) -> TextSource:
         calls = self.tool_calls and self.tools is not None
-        source: Llm = llm if self.guard is None else ReplyGuard(llm, self.guard, pass_calls=calls)
+        source: TextSource = llm if self.guard is None else ReplyGuard(llm, self.guard, pass_calls=calls)
         if calls:
             from assistant.tools.toolcall import ToolCallReader
 
@@ -349,10 +349,6 @@ class ReplyGuard:
         self.options = options or GuardOptions()
         self.pass_calls = pass_calls  # a reply that starts like a JSON tool call goes through untouched
         self.last: ClauseGuard | None = None
-
-    def load(self) -> None: ...
-
-    def close(self) -> None: ...
 
     def stop(self) -> None:
         self.llm.stop()

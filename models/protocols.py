@@ -129,20 +129,25 @@ class Rescorer(Protocol):
         ...
 
 
-class Llm(Protocol):
-    """A chat model that streams its reply."""
-
-    def load(self) -> None: ...
-
-    def close(self) -> None: ...
+class TextSource(Protocol):
+    """Where a spoken reply's words come from: a chat model, or a reply written already (a tool's
+    answer, Home Assistant's). The speech pipeline takes one of these, not a model."""
 
     def reply(self, text: str) -> AsyncIterator[str]:
         """Stream the reply to the user's ``text`` piece by piece."""
         ...
 
     def stop(self) -> None:
-        """Stop generating at the next token."""
+        """Stop at the next piece."""
         ...
+
+
+class Llm(TextSource, Protocol):
+    """A chat model that streams its reply."""
+
+    def load(self) -> None: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from models.protocols import APOLOGY, WorkerLost, char_logprob, readings
 
 if TYPE_CHECKING:
     from assistant.respond import Answer
-    from models.protocols import Llm, Tts
+    from models.protocols import TextSource, Tts
     from states.context import TurnContext
     from states.listening import Speculation
 
@@ -140,7 +140,7 @@ class Reply:
         except Exception as again:
             self._failed(again)
 
-    async def _speak(self, source: Llm, question: str, tts: Tts | None = None) -> None:
+    async def _speak(self, source: TextSource, question: str, tts: Tts | None = None) -> None:
         """The reply from ``source`` through the speech pipeline, then wait for it to be heard."""
         s = self.session
         options = PipelineOptions.from_config(s.cfg)

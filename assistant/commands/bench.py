@@ -43,10 +43,6 @@ class FixedReply:
     text: str
     chars_per_s: float = 40.0
 
-    def load(self) -> None: ...
-
-    def close(self) -> None: ...
-
     def stop(self) -> None: ...
 
     async def reply(self, question: str) -> AsyncIterator[str]:

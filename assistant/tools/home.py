@@ -121,15 +121,11 @@ def from_config(cfg: Config) -> HomeAssistant | None:
 
 
 class HomeReply:
-    """Home Assistant's answer to one device command, given to the speech pipeline in place of the LLM."""
+    """Home Assistant's answer to one device command, the text source of its reply's pipeline."""
 
     def __init__(self, home: HomeAssistant, device: str) -> None:
         self.home, self.device = home, device
         self.said: Said | None = None
-
-    def load(self) -> None: ...
-
-    def close(self) -> None: ...
 
     def stop(self) -> None:
         """The request is cancelled with the reply's task."""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 if TYPE_CHECKING:
-    from models.protocols import Llm
+    from models.protocols import TextSource
 
 log = structlog.get_logger("toolcall")
 
@@ -91,13 +91,9 @@ class ToolCallReader:
     """A text source around the LLM: a reply that starts like a JSON object is held back, read as a
     tool call and answered by the tools; any other reply streams through untouched."""
 
-    def __init__(self, llm: Llm, answer: Callable[[str], str | None]) -> None:
+    def __init__(self, llm: TextSource, answer: Callable[[str], str | None]) -> None:
         self.llm = llm
         self.answer = answer  # a command sentence -> the tools' reply, or None
-
-    def load(self) -> None: ...
-
-    def close(self) -> None: ...
 
     def stop(self) -> None:
         self.llm.stop()

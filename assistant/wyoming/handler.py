@@ -74,7 +74,7 @@ class Services:
 
 
 class TextStream:
-    """A text that arrives in pieces, given to the speech pipeline in place of a language model."""
+    """A text that arrives in pieces, the text source of a speech pipeline."""
 
     def __init__(self) -> None:
         self._pieces: asyncio.Queue[str | None] = asyncio.Queue()
@@ -84,10 +84,6 @@ class TextStream:
 
     def end(self) -> None:
         self._pieces.put_nowait(None)
-
-    def load(self) -> None: ...
-
-    def close(self) -> None: ...
 
     def stop(self) -> None:
         self.end()
