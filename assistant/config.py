@@ -282,7 +282,8 @@ class AsrConfig:
 
 @dataclass(frozen=True)
 class LlmConfig:
-    model: str = _opt("qwen2.5-coder-0.5b-instruct-q4_k_m", "GGUF model from the model manifest (llama backend).",
+    model: str = _opt("qwen2.5-coder-1.5b-instruct-q4_k_m", "GGUF model from the model manifest (llama backend): "
+                                                            "the 1.5B (better) or the 0.5B (faster).",
                       choices=("qwen2.5-coder-0.5b-instruct-q4_k_m", "qwen2.5-coder-1.5b-instruct-q4_k_m"))
     threads: int = _opt(2, "CPU threads for the LLM.", lo=1, hi=16)
     context: int = _opt(2048, "Context length in tokens.", lo=256, hi=32768)

@@ -113,8 +113,9 @@ def test_normalize_prints_each_line_as_it_will_be_spoken(tmp_path):
 
 @pytest.mark.slow
 def test_ask_answers_a_sum_without_the_llm_and_saves_a_reminder(tmp_path):
-    # An LLM that is not installed here: if the command loaded it, it would fail.
-    no_llm = ("--set", "llm.model='qwen2.5-coder-1.5b-instruct-q4_k_m'", "--set", f"models.dirs=['{SHARED_MODELS}']",
+    # An LLM that cannot load here (RKLLM without its library): if the command loaded it, it would fail.
+    no_llm = ("--set", "models.llm='rkllm'", "--set", f"rkllm.library='{tmp_path / 'none.so'}'",
+              "--set", f"models.dirs=['{SHARED_MODELS}']",
               "--set", f"tools.data_dir='{tmp_path / 'data'}'")
     result = assistant("ask", "--text", "12乘以8等于多少", "-o", str(tmp_path / "a.wav"), *no_llm, cwd=tmp_path)
     assert result.returncode == 0, result.stderr

@@ -208,3 +208,22 @@ async def test_each_piece_comes_with_the_models_confidence_in_it(qwen_gguf: Path
     finally:
         greedy.close()
         blind.close()
+
+
+
+@pytest.mark.slow
+async def test_the_default_llm_is_the_1_5b_and_knows_a_fact_the_0_5b_gets_wrong() -> None:
+    # the default follows the spoken evaluation (README "Seventh sitting"); the other tests run on the 0.5B
+    from assistant import backends
+    from assistant.config import load
+    from models.llama_llm import QWEN_15B_SHA256
+
+    cfg = load(None, ["llm.max_tokens=48"])
+    llm = backends.llm(cfg, backends.assets_for(cfg))
+    assert isinstance(llm, LlamaLlm) and llm.expected_sha256 == QWEN_15B_SHA256
+    llm.load()  # checks the file against that sha256
+    try:
+        reply = "".join(await collect(llm, "冬天过后是什么季节？"))  # the 0.5B says 秋天
+    finally:
+        llm.close()
+    assert "春" in reply, reply
