@@ -396,12 +396,10 @@ class Config:
     base_dir: Path = field(default=Path("."), metadata={"internal": True})
 
     def max_duration_s(self, state: str) -> float:
-        """The watchdog limit of a state. Thinking may also wait for a restarting worker (up to
-        ``worker.restart_wait_s``, then the apology): a request kept through a restart is not cut off
-        by the watchdog with nothing said."""
-        waits = self.worker.restart_wait_s if self.worker.process else 0.0
+        """The watchdog limit of a state (time with no worker is not counted, up to
+        ``worker.restart_wait_s``: see ``Session``)."""
         limits = {"idle": self.idle.max_s, "listening": self.listening.max_s,
-                  "thinking": self.thinking.max_s + waits, "speaking": self.speaking.max_s}
+                  "thinking": self.thinking.max_s, "speaking": self.speaking.max_s}
         return limits[state]
 
     def data_dir(self) -> Path:

@@ -78,6 +78,7 @@ class Session:
         self.unsaid: str | None = None  # a reminder whose announcement the worker's loss cut off
         self.heartbeat: Callable[[], None] | None = None  # called once per chunk: the pump is alive
         self.state_since = 0
+        self._without_worker = 0  # samples of the current state spent while the worker restarted
         self.states: dict[str, State] = {
             s.name: s for s in (Idle(self), Listening(self), Thinking(self), Speaking(self))}
         machine.attach(self)
@@ -92,6 +93,7 @@ class Session:
     async def state_changed(self, event: Any) -> None:
         source, dest, trigger = event.transition.source, event.transition.dest, event.event.name
         self.state_since = self.clock.samples
+        self._without_worker = 0
         self.bus.publish(StateChanged(from_=source, to=dest, trigger=trigger))
         await self.states[dest].enter(trigger, dict(event.kwargs))
 
@@ -151,7 +153,7 @@ class Session:
                     await state.on_keyword(keyword)
                     state = self.states[self.state]
                 await state.on_audio(chunk, windows)
-                await self._check_watchdog()
+                await self._check_watchdog(len(chunk))
                 if self.heartbeat is not None:
                     self.heartbeat()
         finally:
@@ -200,8 +202,15 @@ class Session:
                 continue
             await self.fire(trigger, **kwargs)
 
-    async def _check_watchdog(self) -> None:
-        held_s = (self.clock.samples - self.state_since) / self.clock.sample_rate
+    async def _check_watchdog(self, samples: int) -> None:
+        """Back to idle from a state held past its limit. Time without a worker counts only beyond
+        ``worker.restart_wait_s``: a request kept through a restart waits that long for the new
+        worker (then the apology), and is not sent back to idle here with nothing said."""
+        if not self.can_speak():
+            self._without_worker += samples
+        rate = self.clock.sample_rate
+        waited = min(self._without_worker, int(self.cfg.worker.restart_wait_s * rate))
+        held_s = (self.clock.samples - self.state_since - waited) / rate
         limit = self.cfg.max_duration_s(self.state)
         if held_s > limit:
             log.warning("watchdog: state held too long, back to idle", held_s=round(held_s, 2), limit_s=limit)

@@ -58,12 +58,6 @@ def test_overrides_are_toml_values_and_bare_words_are_strings():
     assert cfg.max_duration_s("speaking") == 120.0
 
 
-def test_thinking_may_wait_for_a_restarting_worker_before_the_watchdog_ends_it():
-    # a request spoken while the worker restarts waits restart_wait_s for it: the watchdog, at thinking's
-    # 30 s, used to send it back to idle with nothing said
-    assert load(None, ["worker.restart_wait_s=45"]).max_duration_s("thinking") == 75.0
-    assert load(None, ["worker.process=false"]).max_duration_s("thinking") == 30.0
-
 
 def test_file_errors_are_one_line(tmp_path):
     with pytest.raises(ConfigError, match="config file not found"):

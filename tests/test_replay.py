@@ -135,6 +135,26 @@ async def test_watchdog_recovers_from_a_stuck_state(run_replay):
     assert r.types()[-2:] == ["transcript", "state_changed"]
 
 
+class RestartingWorker:
+    """A worker double that is restarting for the whole replay: no worker to answer."""
+
+    up = False
+
+    def attach(self, publish: object) -> None: ...
+
+    def detach(self) -> None: ...
+
+
+async def test_the_watchdog_does_not_count_the_time_a_request_waits_for_a_restarting_worker(run_replay):
+    # a request waiting for the new worker waits worker.restart_wait_s for it (then the apology): the
+    # watchdog used to send it back to idle at thinking.max_s with nothing said
+    r = await run_replay(session_of(real("ask_who_are_you.wav"), silence(8.0)), "thinking.max_s=2.0",
+                         "worker.restart_wait_s=3.0", llm=ScriptedLlm(hang=True), worker=RestartingWorker())
+    assert r.transitions()[-1] == ("thinking", "idle", "watchdog")
+    thinking, watchdog = r.first("state_changed", to="thinking"), r.events[-1]
+    assert watchdog["t"] - thinking["t"] == pytest.approx(2.0 + 3.0, abs=0.041)  # the wait is bounded too
+
+
 async def test_a_failing_model_is_reported_and_the_session_goes_on(run_replay):
     r = await run_replay(session_of(real("ask_who_are_you.wav"), silence(1.0)),
                          asr=ScriptedAsr(fail=RuntimeError("decoder exploded")))
