@@ -36,6 +36,24 @@ import structlog
 from assistant.config import Config
 from assistant.events import Event, WorkerRestarted, WorkerStarted
 from assistant.events import WorkerLost as LostEvent
+from assistant.worker.messages import (
+    Answer,
+    Call,
+    Cancel,
+    Done,
+    Exit,
+    Failed,
+    FromWorker,
+    Item,
+    Kind,
+    LoadFailed,
+    Lost,
+    Next,
+    Ready,
+    Stop,
+    ToWorker,
+    unknown,
+)
 from models.cores import CoreGate
 from models.protocols import APOLOGY, ModelError, Samples, WorkerLost
 from models.worker import LOCKSTEP
@@ -54,12 +72,12 @@ class _Call:
     """One call in flight: its answers arrive on ``answers`` from the reading thread."""
 
     id: int
-    answers: queue.SimpleQueue[tuple[Any, ...]] = field(default_factory=queue.SimpleQueue)
+    answers: queue.SimpleQueue[Answer] = field(default_factory=queue.SimpleQueue)
     loop: asyncio.AbstractEventLoop | None = None
     wake: asyncio.Event | None = None
     link: _Link | None = None  # the worker it was sent to
 
-    def put(self, msg: tuple[Any, ...]) -> None:
+    def put(self, msg: Answer) -> None:
         self.answers.put(msg)
         if self.loop is not None and self.wake is not None:
             self.loop.call_soon_threadsafe(self.wake.set)
@@ -72,10 +90,10 @@ class _Link:
     def __init__(self, proc: Any, conn: Connection) -> None:
         self.proc, self.conn = proc, conn
         self.kill_reason: str | None = None
-        self._outbox: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
+        self._outbox: queue.SimpleQueue[ToWorker | None] = queue.SimpleQueue()
         threading.Thread(target=self._write, name="worker-calls", daemon=True).start()
 
-    def send(self, msg: tuple[Any, ...]) -> None:
+    def send(self, msg: ToWorker) -> None:
         self._outbox.put(msg)
 
     def _write(self) -> None:
@@ -140,10 +158,10 @@ class InferenceProcess:
                              daemon=True)
         proc.start()
         child.close()
-        msg = self._loaded(proc, parent)
-        _, self.pid, self.rates, rendered = msg
-        if rendered.size:
-            self.apology = rendered
+        ready = self._loaded(proc, parent)
+        self.pid, self.rates = ready.pid, ready.rates
+        if ready.apology.size:
+            self.apology = ready.apology
         link = self._link = _Link(proc, parent)
         self._started_at = time.monotonic()
         self._up.set()
@@ -151,31 +169,37 @@ class InferenceProcess:
         log.info("worker started", pid=self.pid)
         self._emit(WorkerStarted(pid=self.pid))
 
-    def _loaded(self, proc: Any, conn: Connection) -> tuple[Any, ...]:
-        """The worker's "ready" message; a failed, ended or stuck load is one ``ModelError``."""
+    def _loaded(self, proc: Any, conn: Connection) -> Ready:
+        """The worker's ``Ready``; a failed, ended or stuck load is one ``ModelError``."""
         try:
             if not conn.poll(LOAD_TIMEOUT_S):
                 proc.kill()
                 raise ModelError(f"worker: the models did not load within {LOAD_TIMEOUT_S:g} s")
-            msg: tuple[Any, ...] = conn.recv()
+            msg: FromWorker = conn.recv()
         except (EOFError, OSError):
-            msg = ("load_failed", f"worker: the inference process ended while loading (exit code {proc.exitcode})")
-        if msg[0] != "ready":
-            proc.join(EXIT_WAIT_S)
-            conn.close()
-            raise ModelError(msg[1])
-        return msg
+            msg = LoadFailed(f"worker: the inference process ended while loading (exit code {proc.exitcode})")
+        match msg:
+            case Ready():
+                return msg
+            case LoadFailed(error=error):
+                pass  # the worker ends after sending it
+            case _:
+                error = f"worker: {type(msg).__name__} before the models were loaded"
+                proc.kill()
+        proc.join(EXIT_WAIT_S)
+        conn.close()
+        raise ModelError(error)
 
     def close(self) -> None:
         """End the worker (idempotent): asked to exit, killed if it does not within a few seconds."""
         self._closing = True
         self._up.clear()
         for call in list(self._calls.values()):
-            call.put(("lost", call.id, "the worker was closed"))
+            call.put(Lost(call.id, "the worker was closed"))
         link, self._link = self._link, None
         if link is None:
             return
-        link.send(("exit",))
+        link.send(Exit())
         link.end()
         link.proc.join(EXIT_WAIT_S)
         if link.proc.is_alive():
@@ -207,12 +231,16 @@ class InferenceProcess:
         """The reading thread of one worker: answers to their calls, until the pipe ends."""
         while True:
             try:
-                msg = link.conn.recv()
+                msg: FromWorker = link.conn.recv()
             except (EOFError, OSError):
                 break
-            call = self._calls.get(msg[1])
-            if call is not None:
-                call.put(msg)
+            match msg:
+                case Item(id=call_id) | Done(id=call_id) | Failed(id=call_id):
+                    call = self._calls.get(call_id)
+                    if call is not None:  # else the call was given up (cancelled, timed out): dropped
+                        call.put(msg)
+                case _:  # a second Ready, or a message outside the set: the two sides disagree
+                    link.kill(f"the worker sent an unexpected {type(msg).__name__}")
         link.end()
         link.proc.join(EXIT_WAIT_S)
         if self._closing or self._link is not link:
@@ -226,7 +254,7 @@ class InferenceProcess:
         log.error("worker lost", reason=reason, pid=self.pid)
         self._emit(LostEvent(reason=reason))
         for call in list(self._calls.values()):
-            call.put(("lost", call.id, reason))
+            call.put(Lost(call.id, reason))
         self._failures = 1 if down_at - self._started_at >= HEALTHY_S else self._failures + 1
         threading.Thread(target=self._restart, args=(reason, down_at), name="worker-restart", daemon=True).start()
 
@@ -253,16 +281,16 @@ class InferenceProcess:
             link.kill(reason)
 
     # -- calls -----------------------------------------------------------------------------------
-    def send(self, msg: tuple[Any, ...]) -> None:
+    def send(self, msg: ToWorker) -> None:
         """Send ``msg`` if there is a worker; quietly nothing if there is none (a stop, a prefill)."""
         link = self._link
         if link is not None:
             link.send(msg)
 
-    def stop(self, kind: str) -> None:
-        self.send(("stop", kind))
+    def stop(self, kind: Kind) -> None:
+        self.send(Stop(kind))
 
-    async def _open(self, kind: str, method: str, args: tuple[Any, ...]) -> _Call:
+    async def _open(self, kind: Kind, method: str, args: tuple[Any, ...]) -> _Call:
         if not self._up.is_set() and not self._closing:
             if LOCKSTEP.get():
                 self._up.wait(LOAD_TIMEOUT_S)  # deliberate: in lockstep a restart takes no session time either
@@ -273,7 +301,7 @@ class InferenceProcess:
             raise WorkerLost("the worker is restarting")
         call = _Call(next(self._ids), loop=asyncio.get_running_loop(), wake=asyncio.Event(), link=link)
         self._calls[call.id] = call
-        link.send(("call", call.id, kind, method, args))
+        link.send(Call(call.id, kind, method, args))
         return call
 
     async def _back_up(self, what: str) -> None:
@@ -285,21 +313,25 @@ class InferenceProcess:
         while not self._up.is_set() and not self._closing and time.monotonic() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(RESTART_POLL_S)
 
-    async def _answer(self, call: _Call, what: str) -> tuple[Any, ...]:
+    async def _answer(self, call: _Call, what: str) -> Item | Done:
         """The call's next answer; a worker silent for ``call_timeout_s`` is killed as hung."""
         msg = await self._next(call, within=self.call_timeout_s)
         if msg is None:
             reason = f"no answer to {what} in {self.call_timeout_s:g} s"
             if call.link is not None:
                 call.link.kill(reason)  # the loss follows the kill
-            msg = await self._next(call, within=EXIT_WAIT_S + 1.0) or ("lost", call.id, reason)
-        if msg[0] == "lost":
-            raise WorkerLost(f"{what}: {msg[2]}")
-        if msg[0] == "failed":
-            raise ModelError(msg[2])
-        return msg
+            msg = await self._next(call, within=EXIT_WAIT_S + 1.0) or Lost(call.id, reason)
+        match msg:
+            case Item() | Done():
+                return msg
+            case Lost(reason=reason):
+                raise WorkerLost(f"{what}: {reason}")
+            case Failed(error=error):
+                raise ModelError(error)
+            case _:
+                unknown(msg)
 
-    async def _next(self, call: _Call, *, within: float) -> tuple[Any, ...] | None:
+    async def _next(self, call: _Call, *, within: float) -> Answer | None:
         """The next answer within ``within`` seconds, else None."""
         if LOCKSTEP.get():
             try:
@@ -325,36 +357,37 @@ class InferenceProcess:
     def _close(self, call: _Call, finished: bool) -> None:
         self._calls.pop(call.id, None)
         if not finished and call.link is not None:
-            call.link.send(("cancel", call.id))
+            call.link.send(Cancel(call.id))
 
-    async def call(self, kind: str, method: str, *args: Any) -> Any:
+    async def call(self, kind: Kind, method: str, *args: Any) -> Any:
         """One call's result (``ModelError`` if the backend failed, ``WorkerLost`` if the worker did)."""
         call = await self._open(kind, method, args)
         finished = False
         try:
             msg = await self._answer(call, f"{kind}.{method}")
             finished = True
-            return msg[2]
+            return msg.value
         finally:
             self._close(call, finished)
 
-    async def stream(self, kind: str, method: str, *args: Any) -> AsyncIterator[Any]:
+    async def stream(self, kind: Kind, method: str, *args: Any) -> AsyncIterator[Any]:
         """A streamed call's items, each fetched when the previous one has been taken."""
         call = await self._open(kind, method, args)
         finished = False
         try:
             while True:
-                msg = await self._answer(call, f"{kind}.{method}")
-                if msg[0] == "done":
-                    finished = True
-                    return
-                yield msg[2]
-                assert call.link is not None
-                call.link.send(("next", call.id))
+                match await self._answer(call, f"{kind}.{method}"):
+                    case Done():
+                        finished = True
+                        return
+                    case Item(value=value):
+                        yield value
+                        assert call.link is not None
+                        call.link.send(Next(call.id))
         finally:
             self._close(call, finished)
 
-    def notify(self, kind: str, method: str, *args: Any) -> None:
+    def notify(self, kind: Kind, method: str, *args: Any) -> None:
         """A call whose result nobody waits for (a prefill); nothing if there is no worker."""
         if self._up.is_set():
-            self.send(("call", next(self._ids), kind, method, args))
+            self.send(Call(next(self._ids), kind, method, args))

@@ -10,14 +10,16 @@ reply and prefill carries it, and the reply guard's amendments land in it as the
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import ClassVar
 
+from assistant.worker.messages import Kind
 from assistant.worker.process import InferenceProcess
 from models.chat import History
 from models.protocols import Samples, Scored, texts
 
 
 class _Remote:
-    kind = ""
+    kind: ClassVar[Kind]
 
     def __init__(self, worker: InferenceProcess) -> None:
         self.worker = worker
