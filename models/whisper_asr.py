@@ -346,6 +346,7 @@ class WhisperAsr:
         """``text``, or "" if it is Whisper's prompt echoed back or too uncertain to act on."""
         self.last_scores = (mean, no_speech)
         if _echoes_prompt(text, self.initial_prompt) or _echoes_hotwords(text, self.hotwords):
+            log.info("transcript is Whisper's own prompt or command words: asking again", text=text[:40])
             return ""
         if text and (mean < self.min_avg_logprob or no_speech > self.max_no_speech_prob):
             log.info("transcript too uncertain: asking again", text=text, avg_logprob=round(mean, 2),
