@@ -35,7 +35,6 @@ _AFTER_OP = re.compile(rf"(?<=[\d{NUMERALS}])(?P<op>{_OPERATOR})(?!以|上|去|�
                        rf"(?=[\d{NUMERALS}]|$|等于|是|得|多少|几)")
 # A span of one or two Chinese characters between two numbers (not a decimal point: 三点五).
 _BETWEEN = re.compile(rf"(?<=[\d{NUMERALS}])(?P<span>[^\W\d{NUMERALS}点]{{1,2}})(?=[\d{NUMERALS}])")
-_OPERATORS = ("加", "减", "乘", "除", "加上", "减去", "乘以", "除以")
 # 是 heard as 十 (or a near-miss) after a digit; after a Chinese numeral only as 十, and only where no
 # numeral could go on (三十八十多少: nothing follows 三十八 with 十), so 十八时几分 stays a time.
 _IS = re.compile(r"(?<=\d)(十|事|市|式|时|实|使|四)(?=多少|几)|(?<=十[一二三四五六七八九])十(?=多少|几)")
@@ -76,7 +75,7 @@ def _as_numerals(span: str) -> str | None:
     return "".join(out)
 
 
-_OPERATOR_SYLLABLES = {op: tuple(lazy_pinyin(op)) for op in _OPERATORS}
+_OPERATOR_SYLLABLES = {op: tuple(lazy_pinyin(op)) for op in _OPERATOR.split("|")}
 _HOMOPHONES = {syllables: op for op, syllables in _OPERATOR_SYLLABLES.items()}
 
 
