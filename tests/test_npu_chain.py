@@ -73,8 +73,9 @@ async def test_barge_in_mid_generation_aborts_the_runtime_and_the_next_request_i
 
     question = real("ask_who_are_you.wav")
     # The reply starts about 0.5 s after the question ends and would take 160 tokens × 40 ms; the
-    # command is spoken 1.8 s after the question, over the reply, while the LLM is still writing.
-    session = session_of(question, silence(1.8), real("cmd_qiehuan_1.wav"), silence(3.0))
+    # command is spoken 3 s after the question, over the reply, while the LLM is still writing (a
+    # shorter gap let a loaded machine barge in before the run had started, with nothing to abort).
+    session = session_of(question, silence(3.0), real("cmd_qiehuan_1.wav"), silence(3.0))
     asr = ScriptedAsr("[[long]][[token_ms=40]]数一数", "切换前视")
     r = await run_replay(session, "dialog.follow_up_s=0", "tts.phrase_cache=false", "llm.reply_max_chars=0",
                          "llm.reply_soft_chars=2000", llm=llm, tts=tts, asr=asr, realtime=True)
