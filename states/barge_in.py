@@ -16,6 +16,7 @@ import structlog
 
 from assistant.audio.protocols import Samples
 from assistant.events import BargeIn
+from states import inputs
 from states.context import TurnContext
 from states.onset import OnsetDetector
 from states.state import State, VadWindow
@@ -32,7 +33,7 @@ def make_detector(session: TurnContext, echo_window_from: int | None) -> OnsetDe
                          max_gap_samples=cfg.barge_in.max_gap_ms * rate // 1000)
 
 
-async def barge_in(session: TurnContext, reason: str, onset: int | None, trigger: str = "barge_in") -> None:
+async def barge_in(session: TurnContext, reason: str, onset: int | None) -> None:
     """Stop the reply and listen: cancel reply tasks, clear the sink, report, enter listening
     (or, for a stop word, idle).
 
@@ -45,16 +46,16 @@ async def barge_in(session: TurnContext, reason: str, onset: int | None, trigger
     reply = session.reply
     resume_from = reply.continued_by(onset) if reply is not None and onset is not None else None
     if reply is not None:
-        await reply.stop()
+        await reply.interrupt()
     timing = reply.timing(onset) if reply is not None and onset is not None else {}
     log.info("barge-in", reason=reason, stop_ms=round((time.perf_counter() - decided) * 1000, 1),
              continues=resume_from is not None, **timing)
     if reply is not None and resume_from is not None and reply.answer is not None:
         session.responder.withdraw(reply.answer.text)  # its reply was to half a request
-    if resume_from is None:
-        await session.fire(trigger, onset=onset)
+    if reason == "stop_word":
+        await session.fire(inputs.Stop(onset))
     else:
-        await session.fire(trigger, onset=onset, resume_from=resume_from)
+        await session.fire(inputs.BargeIn(onset, resume_from))
 
 
 class Interruptible(State):
@@ -88,4 +89,4 @@ class Interruptible(State):
             return
         if s.echo.said_it_myself(keyword):
             return
-        await barge_in(s, reason, None, trigger="stop" if reason == "stop_word" else "barge_in")
+        await barge_in(s, reason, None)

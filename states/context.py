@@ -8,9 +8,11 @@ even only for type hints, the two would import each other. They name these Proto
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    import asyncio
+
     from assistant.audio.history import AudioHistory
     from assistant.audio.protocols import AudioSink, Samples
     from assistant.clock import SampleClock
@@ -21,21 +23,23 @@ if TYPE_CHECKING:
     from assistant.tools.answers import Tools
     from models.protocols import Backends
     from states.echo_defence import EchoDefence
-
-
-class Requester(Protocol):
-    """Who asked for a trigger: once it has been stopped, its requests are dropped."""
-
-    stopped: bool
+    from states.inputs import Input, Requester
+    from states.outcome import Outcome
 
 
 class TurnReply(Protocol):
     """The reply in flight, as the states see it through the context (``states/reply.py``'s Reply)."""
 
     answer: Answer | None  # once decided
-    first_audio_sample: int | None
+    first_audio: asyncio.Future[int]  # the session sample where its first audio was queued
+    done: asyncio.Future[Outcome]  # how it ended, set once
 
-    async def stop(self) -> None:
+    @property
+    def first_audio_sample(self) -> int | None:
+        """``first_audio``'s sample, or None before it."""
+        ...
+
+    async def interrupt(self) -> None:
         """End the reply now: cancel, clear the sink, wait for silence, report the interruption."""
         ...
 
@@ -62,15 +66,15 @@ class TurnContext(Protocol):
     tools: Tools | None
     phrase_cache: PhraseCache | None
     vad_window: int  # samples per VAD window
-    reply: TurnReply | None  # set by thinking, or by speaking for a reminder
+    reply: TurnReply | None  # set by thinking, or by speaking for a reminder; cleared when left
     unsaid: str | None  # a reminder whose announcement the worker's loss cut off
 
-    async def fire(self, trigger: str, **kwargs: Any) -> bool:
-        """Fire a trigger now. Only the pump (and the state code it calls) may do this."""
+    async def fire(self, cause: Input) -> bool:
+        """Fire an input now. Only the pump (and the state code it calls) may do this."""
         ...
 
-    def request(self, trigger: str, owner: Requester | None = None, **kwargs: Any) -> None:
-        """Ask the pump to fire a trigger before the next chunk; dropped if ``owner`` has stopped."""
+    def post(self, cause: Input, owner: Requester | None = None) -> None:
+        """Put an input in the mailbox, fired before the next chunk; dropped if ``owner`` has stopped."""
         ...
 
     def request_text(self, heard: str) -> str:

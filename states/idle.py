@@ -10,8 +10,6 @@ idle also asks the tools for reminders that have fallen due, and speaks them una
 
 from __future__ import annotations
 
-from typing import Any
-
 import structlog
 
 from assistant.audio.earcon import chime
@@ -19,6 +17,7 @@ from assistant.audio.protocols import Samples
 from assistant.audio.resample import resample
 from assistant.events import WakeDetected, WakeRejected
 from assistant.text.echo_match import match
+from states.inputs import Input, Remind, Wake
 from states.onset import OnsetDetector
 from states.state import State, VadWindow
 
@@ -30,7 +29,7 @@ VERIFY_SIMILARITY = 0.5  # of the wake word's syllables to the best span of the 
 class Idle(State):
     name = "idle"
 
-    async def enter(self, trigger: str, kwargs: dict[str, Any]) -> None:
+    async def enter(self, cause: Input) -> None:
         s = self.session
         s.end_turn()
         rate = s.cfg.audio.sample_rate
@@ -46,7 +45,7 @@ class Idle(State):
             self.next_reminder_check = s.clock.samples + s.cfg.audio.sample_rate  # once a second
             text, s.unsaid = s.unsaid or s.tools.due_announcement(), None
             if text is not None:
-                await s.fire("remind", text=text)
+                await s.fire(Remind(text))
                 return
         for w in windows:
             if w.prob < s.cfg.vad.threshold:
@@ -58,7 +57,7 @@ class Idle(State):
             if onset is not None and s.is_noise(onset):
                 self.onset.skip_run()
             elif onset is not None:
-                await s.fire("wake", onset=onset)
+                await s.fire(Wake(onset=onset))
 
     async def on_keyword(self, keyword: str) -> None:
         s = self.session
@@ -69,10 +68,10 @@ class Idle(State):
                 self.tasks.spawn(self._verify(keyword, self.run_start, s.clock.samples), "verify")
             return
         await self._wake(keyword, self.run_start)
-        await s.fire("wake", speech_from=self.run_start)
+        await s.fire(Wake(speech_from=self.run_start))
 
     async def _wake(self, keyword: str, speech_from: int | None) -> None:
-        """Announce the wake (event, earcon); the caller then fires or requests the transition."""
+        """Announce the wake (event, earcon); the caller then fires or posts the ``Wake``."""
         s = self.session
         log.info("wake word", keyword=keyword)
         s.bus.publish(WakeDetected(keyword=keyword))
@@ -94,4 +93,4 @@ class Idle(State):
             s.bus.publish(WakeRejected(keyword=keyword, heard=heard))
             return
         await self._wake(keyword, speech_from)
-        s.request("wake", speech_from=speech_from)
+        s.post(Wake(speech_from=speech_from))

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
 
 import structlog
 
@@ -28,6 +27,7 @@ from assistant.audio.protocols import Samples
 from assistant.audio.resample import resample
 from assistant.events import SpeechEnded, SpeechStarted
 from states.endpointer import Endpointer, Utterance
+from states.inputs import BargeIn, Input, NoSpeechTimeout, ReplyDone, Speculation, SpeechEnd, Wake
 from states.state import State, VadWindow
 
 log = structlog.get_logger("listening")
@@ -45,38 +45,29 @@ class TurnCheck:
     p: float | None = None  # its answer, once read
 
 
-@dataclass
-class Speculation:
-    """An ASR run started before the endpoint, on the speech up to ``speech_end``."""
-
-    speech_end: int
-    task: asyncio.Task[str]
-    warmed: bool = False  # its transcript has been given to the LLM to evaluate ahead
-
-
 class Listening(State):
     name = "listening"
 
-    async def enter(self, trigger: str, kwargs: dict[str, Any]) -> None:
+    async def enter(self, cause: Input) -> None:
         s, cfg = self.session, self.session.cfg
         rate = cfg.audio.sample_rate
         s.new_turn()
-        onset = kwargs.get("onset")
-        follow_up = trigger == "reply_done"
+        onset = cause.onset if isinstance(cause, Wake | BargeIn) else None
+        speech_from = cause.speech_from if isinstance(cause, Wake) else None
+        follow_up = isinstance(cause, ReplyDone)
         timeout_s = cfg.dialog.follow_up_s if follow_up else cfg.listening.no_speech_timeout_s
         self.deadline = s.clock.samples + int(timeout_s * rate)
         self.endpointer = Endpointer.from_config(cfg, s.vad_window, onset=onset, turn_model=s.models.turn is not None)
         self.speculation: Speculation | None = None
         self.turn_check: TurnCheck | None = None
-        speech_from = kwargs.get("speech_from")
         if speech_from is not None and onset is None:
             self.endpointer.detector.prime(speech_from)  # the request may follow the wake word in one breath
         if onset is not None:
             s.bus.publish(SpeechStarted())
-        if trigger == "barge_in":
+        if isinstance(cause, BargeIn):
             self.endpointer.untrusted_until = s.echo.tail_end()
         # The speaker went on after a pause, over the reply to its first part: heard from that part's start.
-        self.resume_from: int | None = kwargs.get("resume_from")
+        self.resume_from = cause.resume_from if isinstance(cause, BargeIn) else None
         log.debug("listening", follow_up=follow_up, timeout_s=timeout_s, from_onset=onset, speech_from=speech_from)
 
     async def exit(self, dest: str) -> None:
@@ -103,11 +94,11 @@ class Listening(State):
             s.bus.publish(SpeechEnded(audio_s=round(len(audio) / rate, 3), speech_end_t=round(voiced_end, 3)))
             log.info("utterance ended", reason=utterance.reason, audio_s=round(len(audio) / rate, 2))
             speculation = self._take_speculation()
-            await s.fire("speech_end", utterance=audio, utterance_start=utterance.start, speculation=speculation,
-                         audio_from=start, voiced_end=utterance.end - utterance.trailing_silence)
+            await s.fire(SpeechEnd(audio, utterance.start, audio_from=start,
+                                   voiced_end=utterance.end - utterance.trailing_silence, speculation=speculation))
         elif self.endpointer.onset is None:
             if s.clock.samples >= self.deadline:
-                await s.fire("no_speech_timeout")
+                await s.fire(NoSpeechTimeout())
         else:
             self._speculate()
             self._warm_llm()

@@ -4,8 +4,12 @@ The transcript may already be on its way (a speculative ASR run started before t
 wake word at its front is taken off; a transcript that is the assistant's own words, heard while or
 just after it spoke, is dropped (the transcript layer of the echo defence).
 
-Thinking starts it and speaking lets it run on; leaving either for anything but speaking stops it.
-``stop()`` is the single way a reply ends early, in this order: cancel and await the tasks (the
+A ``Reply`` is the turn's handle. Thinking starts it and speaking lets it run on; leaving either
+for anything but speaking interrupts it. Two futures say how far it got: ``first_audio`` (the
+session sample where its first audio was queued) and ``done``, an ``Outcome`` (``states/outcome.py``)
+set exactly once, at ``_end``, the one place a reply ends and posts the input that follows.
+
+``interrupt()`` is the single way a reply ends early, in this order: cancel and await the tasks (the
 LLM and TTS are told to stop in flight), clear the sink's buffer, wait (bounded) for playback to
 stop, then report ``PlaybackFinished(interrupted=True)``.
 """
@@ -26,12 +30,14 @@ from assistant.respond import NOT_HEARD
 from assistant.tasks import TaskScope
 from assistant.text.echo_match import syllables
 from models.protocols import APOLOGY, WorkerLost, char_logprob, readings
+from states.inputs import FirstAudio
+from states.outcome import NEXT, Ended, Outcome
 
 if TYPE_CHECKING:
     from assistant.respond import Answer
     from models.protocols import TextSource, Tts
     from states.context import TurnContext
-    from states.listening import Speculation
+    from states.inputs import Speculation
 
 log = structlog.get_logger("reply")
 
@@ -39,21 +45,44 @@ UNHEARD_MIN_S = 0.8  # a shorter utterance with no words in it was most likely a
 
 
 class Reply:
+    """One turn's reply, from its transcript to its last played sample: the handle of the turn."""
+
     def __init__(self, session: TurnContext) -> None:
         self.session = session
         self.tasks = TaskScope("reply")
         self.stage = "asr"
-        self.stopped = False
-        self.playback_finished = False
-        self.first_audio_sample: int | None = None
+        self.stopped = False  # interrupted: its inputs still in the mailbox are dropped (a ``Requester``)
+        loop = asyncio.get_running_loop()
+        self.first_audio: asyncio.Future[int] = loop.create_future()
+        self.done: asyncio.Future[Outcome] = loop.create_future()
         self.pipeline: SpeechPipeline | None = None
         self.speculation: Speculation | None = None
         self.heard: tuple[int, int] | None = None  # the request's audio: its first sample, its last voiced one
+        self.request = ""  # the transcript it answers, once known
         self.answer: Answer | None = None  # once decided
 
     @property
     def playback_started(self) -> bool:
         return self.pipeline is not None and self.pipeline.playback_started
+
+    @property
+    def first_audio_sample(self) -> int | None:
+        return self.first_audio.result() if self.first_audio.done() else None
+
+    def _end(self, ended: Ended) -> None:
+        """The reply is over: set ``done`` (the first call only) and post the input that follows."""
+        if self.done.done():
+            return
+        said = self.pipeline.reply_text if self.pipeline is not None else ""
+        intent = self.answer.intent if self.answer is not None else None
+        self.done.set_result(Outcome(ended, self.request, said, intent, self.first_audio_sample))
+        log.info("reply ended", ended=str(ended), intent=intent, said_chars=len(said))
+        after = NEXT[ended]
+        if after is not None:
+            self.session.post(after, owner=self)
+
+    def _played_out(self) -> bool:
+        return self.done.done() and self.done.result().ended is Ended.SPOKEN
 
     def start(self, utterance: Samples, utterance_start: int | None = None,
               speculation: Speculation | None = None, heard: tuple[int, int] | None = None) -> None:
@@ -65,7 +94,7 @@ class Reply:
         s = self.session
         try:
             heard = await self._transcribe(utterance)
-            text = s.request_text(heard)
+            self.request = text = s.request_text(heard)
             if text != heard:
                 log.debug("wake word taken off the transcript", heard=heard)
             s.bus.publish(Transcript(text=text))
@@ -76,14 +105,14 @@ class Reply:
                 return
             if not text:
                 log.info("nothing heard in the utterance")
-                s.request("reply_done", owner=self)
+                self._end(Ended.SILENT)
                 return
             if utterance_start is not None and s.echo.is_own_echo(text, utterance_start):
-                s.request("reply_done", owner=self)
+                self._end(Ended.SILENT)
                 return
             if self._is_stop_word(text):
                 log.info("stop word: no reply", transcript=text)
-                s.request("stop", owner=self)
+                self._end(Ended.STOP_WORD)
                 return
             self.stage = "tool"
             spoken_s = len(utterance) / s.cfg.audio.sample_rate
@@ -103,6 +132,8 @@ class Reply:
             await self._apologize(exc)
         except Exception as exc:
             self._failed(exc)
+        finally:
+            self._end(Ended.INTERRUPTED)  # cancelled before it ended (otherwise this does nothing)
 
     def announce(self, text: str) -> None:
         """Speak ``text`` unasked (a reminder fell due): no transcript, no LLM."""
@@ -120,6 +151,8 @@ class Reply:
             await self._apologize(exc)
         except Exception as exc:
             self._failed(exc)
+        finally:
+            self._end(Ended.INTERRUPTED)  # cancelled before it ended (otherwise this does nothing)
 
     async def _apologize(self, exc: WorkerLost) -> None:
         """The worker was lost mid-reply: say so in its voice, recorded when it started, and listen on."""
@@ -128,7 +161,7 @@ class Reply:
         s.bus.publish(Error(stage=self.stage, message=str(exc)))
         worker = s.models.worker
         if worker is None or not worker.apology.size:
-            s.request("error", owner=self)
+            self._end(Ended.FAILED)
             return
         if self.stage != "reply":
             s.echo.reply_started()
@@ -156,19 +189,19 @@ class Reply:
         await s.sink.wait_playout()
         s.responder.finished()
         if self.playback_started:
-            self.playback_finished = True
             s.bus.publish(PlaybackFinished(interrupted=False))
-        s.request("reply_done", owner=self)
+        self._end(Ended.SPOKEN)
 
     def _failed(self, exc: Exception) -> None:
         log.error("reply failed", stage=self.stage, error=str(exc))
         self.session.bus.publish(Error(stage=self.stage, message=str(exc)))
-        self.session.request("error", owner=self)
+        self._end(Ended.FAILED)
 
     def _first_audio(self) -> None:
-        self.first_audio_sample = self.session.clock.samples
+        if not self.first_audio.done():
+            self.first_audio.set_result(self.session.clock.samples)
         self.session.echo.playback_started()
-        self.session.request("first_audio", owner=self)
+        self.session.post(FirstAudio(), owner=self)
 
     async def _transcribe(self, utterance: Samples) -> str:
         s = self.session
@@ -226,11 +259,12 @@ class Reply:
             out["after_first_audio_s"] = round((onset - self.first_audio_sample) / rate, 3)
         return out
 
-    async def stop(self) -> None:
+    async def interrupt(self) -> None:
         """End the reply now: cancel, clear the sink, wait for silence, report the interruption."""
         if self.stopped:
             return
         self.stopped = True
+        played_out = self._played_out()  # read before the tasks are cancelled (they end it)
         s = self.session
         if self.speculation is not None:
             self.speculation.task.cancel()
@@ -238,14 +272,14 @@ class Reply:
         if self.pipeline is not None:
             await self.pipeline.stop()
         await self.tasks.cancel()
-        if self.playback_started and not self.playback_finished:
+        if self.playback_started and not played_out:
             s.sink.clear()
             timeout = s.cfg.barge_in.stop_timeout_ms / 1000
             try:
                 await asyncio.wait_for(s.sink.wait_playout(), timeout)
             except TimeoutError:
                 log.warning("playback did not stop in time", waited_s=timeout)
-            self.playback_finished = True
             s.responder.finished()
             s.bus.publish(PlaybackFinished(interrupted=True))
+        self._end(Ended.INTERRUPTED)
 

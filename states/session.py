@@ -2,10 +2,11 @@
 
 One task, ``run()``, reads the microphone, cleans it of the assistant's own playback (echo
 cancellation against what the speaker played), runs the VAD and the keyword spotter on each chunk,
-hands the chunk to the current state and checks the watchdog. It is the only task that fires triggers: a concurrent
-trigger would cancel the task running a transition (that is how ``transitions``' AsyncMachine
-works), so the reply tasks ask for theirs with ``request()`` and the pump fires them before the
-next chunk.
+hands the chunk to the current state and checks the watchdog. It is the only task that fires the
+machine's inputs (``states/inputs.py``): a concurrent trigger would cancel the task running a
+transition (that is how ``transitions``' AsyncMachine works), so the reply tasks ``post()`` theirs to
+the session's one mailbox, stamped with the session sample, and the pump fires them in order before
+the next chunk.
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ from assistant.phrase_cache import PhraseCache
 from assistant.text.wake import strip_wake_words
 from models.protocols import Backends, ModelError
 from states import machine
-from states.context import Requester, TurnReply
+from states.context import TurnReply
 from states.echo_defence import EchoDefence
 from states.idle import Idle
+from states.inputs import Input, Posted, Requester, Start, Watchdog
 from states.listening import Listening
 from states.noise_guard import NoiseGuard
 from states.speaking import Speaking
@@ -73,7 +75,7 @@ class Session:
         self.turn_id = ""
         self._turns = itertools.count(1)
         self._vad_windows = 0
-        self._requests: deque[tuple[str, Requester | None, dict[str, Any]]] = deque()
+        self._mailbox: deque[Posted] = deque()
         self.reply: TurnReply | None = None
         self.unsaid: str | None = None  # a reminder whose announcement the worker's loss cut off
         self.heartbeat: Callable[[], None] | None = None  # called once per chunk: the pump is alive
@@ -91,16 +93,16 @@ class Session:
         await self.states[event.transition.source].exit(event.transition.dest)
 
     async def state_changed(self, event: Any) -> None:
-        source, dest, trigger = event.transition.source, event.transition.dest, event.event.name
+        source, dest, cause = event.transition.source, event.transition.dest, event.kwargs["cause"]
         self.state_since = self.clock.samples
         self._without_worker = 0
-        self.bus.publish(StateChanged(from_=source, to=dest, trigger=trigger))
-        await self.states[dest].enter(trigger, dict(event.kwargs))
+        self.bus.publish(StateChanged(from_=source, to=dest, trigger=cause.trigger))
+        await self.states[dest].enter(cause)
 
     # -- used by the states ---------------------------------------------------------------------
-    async def fire(self, trigger: str, **kwargs: Any) -> bool:
-        """Fire a trigger now. Only the pump (and the state code it calls) may do this."""
-        ok: bool = await self.trigger(trigger, **kwargs)  # type: ignore[attr-defined]
+    async def fire(self, cause: Input) -> bool:
+        """Fire an input now. Only the pump (and the state code it calls) may do this."""
+        ok: bool = await self.trigger(cause.trigger, cause=cause)  # type: ignore[attr-defined]
         # The machine runs state callbacks in child tasks, so a turn started there is bound here,
         # in the pump's own context, which every later task of the turn inherits.
         if self.turn_id:
@@ -108,15 +110,14 @@ class Session:
         else:
             structlog.contextvars.unbind_contextvars("turn_id")
         if not ok:
-            log.debug("trigger ignored", trigger=trigger)
+            log.debug("input ignored", trigger=cause.trigger)
         return ok
 
-    def request(self, trigger: str, owner: Requester | None = None, **kwargs: Any) -> None:
-        """Ask the pump to fire a trigger before the next chunk (from any task of the loop).
-
-        A request from an ``owner`` that has been stopped meanwhile (an interrupted reply) is dropped.
-        """
-        self._requests.append((trigger, owner, kwargs))
+    def post(self, cause: Input, owner: Requester | None = None) -> None:
+        """Put an input in the mailbox, for the pump to fire before the next chunk (from any task of
+        the loop). It is stamped with the session sample; an input from an ``owner`` that has been
+        stopped meanwhile (an interrupted reply) is dropped unfired."""
+        self._mailbox.append(Posted(self.clock.samples, cause, owner))
 
     def request_text(self, heard: str) -> str:
         """What was asked in transcript ``heard``: without the wake word at its front (keyword mode)."""
@@ -137,7 +138,7 @@ class Session:
         """Pump the microphone through the machine until the source ends."""
         if self.models.worker is not None:
             self.models.worker.attach(self.bus.publish)
-        await self.states[self.state].enter("start", {})
+        await self.states[self.state].enter(Start())
         try:
             async for mic in self.source.chunks():
                 played = self.sink.reference.take(len(mic))
@@ -147,7 +148,7 @@ class Session:
                 self.history.append(chunk)
                 windows = self._windows(await self.models.vad.accept(chunk))
                 keyword = await self.models.kws.accept(chunk) if self.models.kws is not None else None
-                await self._fire_requests()
+                await self._fire_posted()
                 state = self.states[self.state]
                 if keyword:
                     await state.on_keyword(keyword)
@@ -194,13 +195,13 @@ class Session:
             self.bus.publish(NoiseRejected(flatness=round(verdict.flatness, 3), rise_db=round(verdict.rise_db, 1)))
         return verdict.noise
 
-    async def _fire_requests(self) -> None:
-        while self._requests:
-            trigger, owner, kwargs = self._requests.popleft()
-            if owner is not None and owner.stopped:
-                log.debug("stale request dropped", trigger=trigger)
+    async def _fire_posted(self) -> None:
+        while self._mailbox:
+            posted = self._mailbox.popleft()
+            if posted.owner is not None and posted.owner.stopped:
+                log.debug("stale input dropped", trigger=posted.cause.trigger, posted_at=posted.at)
                 continue
-            await self.fire(trigger, **kwargs)
+            await self.fire(posted.cause)
 
     async def _check_watchdog(self, samples: int) -> None:
         """Back to idle from a state held past its limit. Time without a worker counts only beyond
@@ -214,5 +215,5 @@ class Session:
         limit = self.cfg.max_duration_s(self.state)
         if held_s > limit:
             log.warning("watchdog: state held too long, back to idle", held_s=round(held_s, 2), limit_s=limit)
-            await self.fire("watchdog")
+            await self.fire(Watchdog())
 

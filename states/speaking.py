@@ -4,10 +4,9 @@ due enters speaking straight from idle; its reply is started here."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from assistant.audio.protocols import Samples
 from states.barge_in import Interruptible, make_detector
+from states.inputs import Input, Remind
 from states.reply import Reply
 from states.state import VadWindow
 
@@ -15,12 +14,12 @@ from states.state import VadWindow
 class Speaking(Interruptible):
     name = "speaking"
 
-    async def enter(self, trigger: str, kwargs: dict[str, Any]) -> None:
+    async def enter(self, cause: Input) -> None:
         s = self.session
-        if trigger == "remind":  # from idle: nothing is playing yet
+        if isinstance(cause, Remind):  # from idle: nothing is playing yet
             s.new_turn()
             s.reply = reply = Reply(s)
-            reply.announce(kwargs["text"])
+            reply.announce(cause.text)
         started = s.reply.first_audio_sample if s.reply is not None else None
         self.window_set = started is not None
         self.detector = make_detector(s, echo_window_from=s.clock.samples if started is None else started)
@@ -33,6 +32,8 @@ class Speaking(Interruptible):
         await super().on_audio(chunk, windows)
 
     async def exit(self, dest: str) -> None:
-        if self.session.reply is not None:
-            await self.session.reply.stop()
+        s = self.session
+        if s.reply is not None:
+            await s.reply.interrupt()  # nothing left to do if it has ended
+            s.reply = None
         await super().exit(dest)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from assistant.audio.protocols import Samples
 from assistant.tasks import TaskScope
 from states.context import TurnContext
+from states.inputs import Input
 
 
 @dataclass(frozen=True)
@@ -27,8 +27,8 @@ class State:
         self.session = session
         self.tasks = TaskScope(self.name)
 
-    async def enter(self, trigger: str, kwargs: dict[str, Any]) -> None:
-        """Called after the machine has entered this state by ``trigger``."""
+    async def enter(self, cause: Input) -> None:
+        """Called after the machine has entered this state, with the input that made it move."""
 
     async def exit(self, dest: str) -> None:
         """Called before the machine leaves this state for ``dest``: stop what the state owns."""

@@ -6,24 +6,26 @@ from the user here (they go on talking) is a barge-in too: listen again from its
 
 from __future__ import annotations
 
-from typing import Any
-
 from states.barge_in import Interruptible, make_detector
+from states.inputs import Input, SpeechEnd
 from states.reply import Reply
 
 
 class Thinking(Interruptible):
     name = "thinking"
 
-    async def enter(self, trigger: str, kwargs: dict[str, Any]) -> None:
+    async def enter(self, cause: Input) -> None:
+        if not isinstance(cause, SpeechEnd):  # the table's one way in
+            raise TypeError(f"thinking is entered by speech_end, not {cause.trigger}")
         s = self.session
         self.detector = make_detector(s, echo_window_from=None)
         s.reply = reply = Reply(s)
-        reply.start(kwargs["utterance"], kwargs.get("utterance_start"), kwargs.get("speculation"),
-                    heard=(kwargs["audio_from"], kwargs["voiced_end"]) if "voiced_end" in kwargs else None)
+        reply.start(cause.utterance, cause.utterance_start, cause.speculation,
+                    heard=(cause.audio_from, cause.voiced_end))
 
     async def exit(self, dest: str) -> None:
         s = self.session
         if dest != "speaking" and s.reply is not None:
-            await s.reply.stop()
+            await s.reply.interrupt()
+            s.reply = None
         await super().exit(dest)

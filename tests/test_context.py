@@ -14,7 +14,8 @@ from assistant.audio.replay import ReplayDevice
 from assistant.clock import SampleClock
 from assistant.events import EventBus
 from models.protocols import Backends
-from states.context import Requester, TurnContext, TurnReply
+from states.context import TurnContext, TurnReply
+from states.inputs import Requester
 from states.reply import Reply
 from states.session import Session
 from tests.conftest import make_config
@@ -67,7 +68,7 @@ def test_the_session_is_a_turn_context(session: Session) -> None:
     assert mismatches(TurnContext, session) == []
 
 
-def test_a_reply_is_a_turn_reply_and_a_requester(session: Session) -> None:
+async def test_a_reply_is_a_turn_reply_and_a_requester(session: Session) -> None:
     reply = Reply(session)
     assert mismatches(TurnReply, reply) == []
     assert mismatches(Requester, reply) == []
