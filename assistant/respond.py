@@ -2,15 +2,12 @@
 
 ``Responder.answer(text)`` is the one decision every front end takes after the transcript — the
 hands-free session, ``assistant ask`` and ``file``, and the answer evaluation — so they cannot drift
-apart: near-miss command words are corrected by pinyin, the router names an intent the tools
-answer (time, sums, timers, todos, the device, and the honest limits: no network, no connected
-devices, who the assistant is), "再说一遍" repeats the last reply, a heard request whose whole sound is
-near a command's phrasing is that command or asked back (今天是兄弟姐 → 今天是星期几, see
-``tools.sounds_like``), and everything else goes to the
-LLM, whose stream the reply guard filters before anything is spoken — unless the ASR's rescoring
-model found the transcript too unlikely as Mandarin (``min_char_logprob``): then it is asked again,
-since an LLM answers whatever it is given (胎红又几种颜色 → 胎红的颜色有多种…); said again at once the
-same way, it is answered.
+apart. It is made in two steps: ``decide`` (``assistant/decide.py``), a pure function of the request,
+the conversation so far and the responder's settings, names what answers (a tool, an honest limit,
+Home Assistant, a question asked back, an honest 没听清, or the LLM); ``commit`` acts on that, in one
+place, before anything is spoken: a tool's answer is computed and saved, a question asked back is
+kept for the 是的 / 不是 that follows, and a new conversation makes the LLM forget the last one. The
+LLM's stream passes the reply guard before anything of it is spoken.
 """
 
 from __future__ import annotations
@@ -24,25 +21,22 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from assistant.pipeline import FixedText
-from assistant.text.cer import cer
 from assistant.text.guard import ClauseGuard, GuardOptions
 from models.protocols import scored_reply
 
 if TYPE_CHECKING:
     from assistant.config import Config
+    from assistant.decide import Conversation, Decision, Rules
     from assistant.text.hotwords import HotwordCorrector
     from assistant.tools.answers import Tools
     from assistant.tools.home import HomeAssistant
+    from assistant.tools.router import Intent
     from models.protocols import Llm, TextSource
 
 log = structlog.get_logger("respond")
 
 NOTHING_TO_REPEAT = "我刚才还没说什么。"
 NOT_HEARD = "没听清，请再说一遍。"
-# A doubted transcript heard again this close (character error rate against the first) is taken as
-# meant: the words are rare (宫保鸡丁辣不辣 reads as unlikely as many near-misses), not misheard, and
-# asking again would never end; a mishearing seldom comes out the same twice.
-SAME_REQUEST_CER = 0.25
 SAY_AGAIN = "好的，请再说一遍。"
 
 
@@ -119,91 +113,81 @@ class Responder:
                readings: Sequence[str] = ()) -> Answer:
         """Decide who answers ``text``, a request that took ``spoken_s`` seconds to say, whose transcript
         the ASR's rescoring model found ``char_logprob`` likely (per character; None: not weighed, as
-        typed text), and which the ASR also read as ``readings`` (likeliest first). A tool's answer is
-        computed (and saved) here, before it is spoken."""
-        doubted, self.doubted = self.doubted, None
-        if not self._scope(spoken_s):
-            self.pending = None  # a confirmation question is answered in its conversation, or never
-            doubted = None
-        settled = self._settle(text)
-        if settled is not None:
-            return settled
-        text = self.correct(text)  # once: every decision below reads the corrected text
-        if self.pending is None and self.tools is not None and (meant := _doubtful(text)) is not None:
-            self.pending = meant
-            log.info("a doubtful command: asking back", heard=text, meant=meant)
-            return Answer(FixedText(f"你是说“{meant}”吗？"), text, "confirm")
-        if spoken_s > 0 and readings and (read := self._other_reading(text, readings)) is not None:
-            return read
-        local = self._local(text)
-        if local is not None:
-            return local
-        if spoken_s > 0 and (near := self._sounds_like(text)) is not None:
-            return near
-        if char_logprob is not None and char_logprob < self.min_char_logprob:
-            if doubted is None or cer(doubted, text) > SAME_REQUEST_CER:
-                log.info("a transcript too unlikely to answer: asking again", heard=text,
-                         char_logprob=round(char_logprob, 2))
-                self.doubted = text
-                return Answer(FixedText(NOT_HEARD), text, "unclear")
-            log.info("the unlikely transcript heard again: answering it", heard=text, before=doubted)
-        return Answer(self._llm(self._need_llm()), text, None)
+        typed text), and which the ASR also read as ``readings`` (likeliest first), and commit to it: a
+        tool's answer is computed (and saved) here, before it is spoken."""
+        from assistant.decide import Request, decide
 
-    def _sounds_like(self, text: str) -> Answer | None:
-        """A heard request that is a command through slips in several syllables (今天是兄弟姐 →
-        今天是星期几): answered as that command when its phrasing is near and nothing meaning otherwise
-        is as near, asked back when only near or when it carries an item heard through the slips;
-        None for a request that sounds like no command."""
-        from assistant.tools.sounds_like import MARGIN, heard_as
+        conversation = self.conversation(spoken_s)
+        decision = decide(Request(text, spoken_s, char_logprob, tuple(readings)), conversation, self.rules)
+        return self.commit(decision, conversation, heard=text)
 
-        if self.tools is None or self.near_sound >= 1 or (heard := heard_as(text)) is None \
-                or heard.score < self.near_sound:
-            return None  # off (sounds_like_ask = 1), or no command is near
-        # A todo's item is taken as heard, through the same slips (添加待办给花浇水 → 底花酒水):
-        # confirmed, never saved unasked
-        if heard.score >= self.sure_sound and heard.score - heard.rival >= MARGIN and not heard.item:
-            answer = self._local(heard.text)
-            if answer is not None:
-                log.info("a command heard through slips", heard=text, meant=heard.text, score=heard.score)
-                return answer
-        if self.pending is not None:
-            return None
-        self.pending = heard.text
-        log.info("a request that sounds like a command: asking back", heard=text, meant=heard.text,
-                 score=heard.score, rival=heard.rival)
-        return Answer(FixedText(f"你是说“{heard.text}”吗？"), text, "confirm")
-
-    def _other_reading(self, text: str, readings: Sequence[str]) -> Answer | None:
-        """The answer where the ASR's other readings know better (``tools.readings``): a command the
-        chosen reading missed, answered or asked back; a sum whose numbers they disagree on, asked back."""
-        from assistant.tools.readings import other_reading
-        from assistant.tools.router import route
+    @property
+    def rules(self) -> Rules:
+        """The settings ``decide`` reads."""
+        from assistant.decide import Rules
 
         tools = self.tools
-        if tools is None:
-            return None
+        return Rules(tools=tools is not None, query=tools.answer if tools is not None else None,
+                     home=self.home is not None, honest_limits=self.honest_limits,
+                     correct=lambda text: self.correct(text, quiet=True), min_char_logprob=self.min_char_logprob,
+                     sure_sound=self.sure_sound, near_sound=self.near_sound)
+
+    def conversation(self, spoken_s: float) -> Conversation:
+        """The conversation a request that took ``spoken_s`` seconds to say, ending now, is part of.
+        One begun more than ``conversation_s`` after the last reply ended starts a new one."""
+        from assistant.decide import Conversation
+
         now = self.now()
-        corrected = {text: text, **{r: self.correct(r, quiet=True) for r in readings if r != text}}
-        routed = {r: route(said, now, honest_limits=self.honest_limits) for r, said in corrected.items()}
+        began = now - timedelta(seconds=spoken_s)
+        ended = self.reply_ended
+        continued = ended is not None and (began - ended).total_seconds() <= self.conversation_s
+        return Conversation(now, continued, self.pending, self.doubted)
 
-        def intent(reading: str) -> str | None:
-            found = routed[reading]
-            return None if found is None or found.name == "repeat" else found.name
+    def commit(self, decision: Decision, conversation: Conversation, heard: str | None = None) -> Answer:
+        """Act on ``decision``, the one place a request changes anything: a new conversation makes
+        the LLM forget the earlier exchanges (they belong to another request), the question asked back
+        or the transcript asked again is kept for the next request, and a tool computes (and saves) its
+        answer."""
+        from assistant.decide import Kind
 
-        def query(reading: str) -> str:
-            found = routed[reading]
-            return tools.answer(found, corrected[reading]) if found is not None else ""
+        if not conversation.continued:
+            self._forget_conversation()
+        self.pending = decision.meant if decision.kind is Kind.CONFIRM else None
+        self.doubted = decision.text if decision.kind is Kind.UNCLEAR else None
+        if decision.why or (heard is not None and heard != decision.text):
+            log.info("decided", kind=str(decision.kind), why=decision.why, heard=heard, request=decision.text,
+                     meant=decision.meant)
+        return self._act(decision)
 
-        meant = other_reading(text, [r for r in corrected if r != text], intent, query)
-        if meant is None:
-            return None
-        said = corrected[meant.text]
-        if meant.sure and (answer := self._local(said)) is not None:
-            log.info("another reading is the command", heard=text, meant=said, intent=meant.intent)
-            return answer
-        self.pending = said
-        log.info("the readings disagree: asking back", heard=text, meant=said, readings=list(readings)[:4])
-        return Answer(FixedText(f"你是说“{said}”吗？"), text, "confirm")
+    def _act(self, decision: Decision) -> Answer:
+        """The answer ``decision`` names; a tool's computed (and saved) now."""
+        from assistant.decide import Kind
+
+        text = decision.text
+        match decision.kind:
+            case Kind.TOOL if decision.intent is not None:
+                return Answer(FixedText(self._tool(decision.intent, text)), text, decision.intent.name)
+            case Kind.HOME if self.home is not None and decision.device is not None:
+                from assistant.tools.home import HomeReply
+
+                log.info("a device command for home assistant", device=decision.device)
+                return Answer(HomeReply(self.home, decision.device), text, "home_control")
+            case Kind.CONFIRM:
+                return Answer(FixedText(f"你是说“{decision.meant}”吗？"), text, "confirm")
+            case Kind.SAY_AGAIN:
+                return Answer(FixedText(SAY_AGAIN), text, "confirm")
+            case Kind.UNCLEAR:
+                return Answer(FixedText(NOT_HEARD), text, "unclear")
+            case Kind.LLM:
+                return Answer(self._llm(self._need_llm()), text, None)
+            case _:
+                raise ValueError(f"respond: a decision this responder cannot act on: {decision}")
+
+    def _forget_conversation(self) -> None:
+        history: Any = getattr(self.llm, "history", None)
+        if history is not None and history.exchanges:
+            log.info("a new conversation: earlier exchanges forgotten", exchanges=len(history.exchanges))
+            history.clear()
 
     def withdraw(self, text: str) -> None:
         """The request ``text`` was not finished (the speaker went on after a pause): its reply, cut,
@@ -228,24 +212,10 @@ class Responder:
 
     def local(self, text: str) -> Answer | None:
         """The answer of an offline tool, Home Assistant or an honest limit, or None when only the LLM can answer."""
-        return self._local(self.correct(text))
+        from assistant.decide import local
 
-    def _local(self, text: str) -> Answer | None:
-        """``local`` on a text already corrected."""
-        if self.home is not None and (device := self._device(text)) is not None:
-            from assistant.tools.home import HomeReply
-
-            log.info("a device command for home assistant", device=device)
-            return Answer(HomeReply(self.home, device), text, "home_control")
-        intent, said = self.tool_answer(text)
-        return None if said is None else Answer(FixedText(said), text, intent)
-
-    def _device(self, text: str) -> str | None:
-        """The device ``text`` asks to control (打开客厅灯 → 灯), or None if it is not a device command."""
-        from assistant.tools.router import route
-
-        intent = route(text, self.now())
-        return intent.slots.get("detail", "") if intent is not None and intent.name == "no_device" else None
+        decision = local(self.correct(text), self.now(), self.rules)
+        return None if decision is None else self._act(decision)
 
     def correct(self, text: str, *, quiet: bool = False) -> str:
         """``text`` with near-miss command words put right (``tools.hotwords``), and a sum's numerals
@@ -270,13 +240,17 @@ class Responder:
         from assistant.tools.router import route
 
         intent = route(text, self.now(), honest_limits=self.honest_limits)
-        if intent is None:
-            return None, None
+        return (None, None) if intent is None else (intent.name, self._tool(intent, text))
+
+    def _tool(self, intent: Intent, text: str) -> str:
+        """The tool's answer to ``intent``, committed (a timer set, a todo saved) before it is said."""
         if intent.name == "repeat":
-            return intent.name, self.last_reply or NOTHING_TO_REPEAT
-        answer = self.tools.answer(intent, text)  # quick, and committed before it is said
+            return self.last_reply or NOTHING_TO_REPEAT
+        if self.tools is None:
+            raise RuntimeError("respond: no tools to answer with")
+        answer = self.tools.answer(intent, text)
         log.info("answered by a tool", intent=intent.name, answer=answer)
-        return intent.name, answer
+        return answer
 
     def said(self, reply: str) -> None:
         """The reply as it was spoken (so far as it was heard)."""
@@ -287,36 +261,6 @@ class Responder:
     def finished(self) -> None:
         """The last reply has been heard to its end, or was cut off, now."""
         self.reply_ended = self.now()
-
-    def _scope(self, spoken_s: float) -> bool:
-        """Whether the request continues the conversation. One begun more than ``conversation_s``
-        after the last reply ended starts a new one: the LLM forgets the earlier exchanges (they
-        belong to another request)."""
-        began = self.now() - timedelta(seconds=spoken_s)
-        if self.reply_ended is not None and (began - self.reply_ended).total_seconds() <= self.conversation_s:
-            return True
-        history: Any = getattr(self.llm, "history", None)
-        if history is not None and history.exchanges:
-            log.info("a new conversation: earlier exchanges forgotten", exchanges=len(history.exchanges))
-            history.clear()
-        return False
-
-    def _settle(self, text: str) -> Answer | None:
-        """The answer to a confirmation question: 是的 answers the request asked back, 不是 asks again;
-        anything else is a new request (and the question is dropped)."""
-        from assistant.text.slips import NO, YES
-        from assistant.tools.router import clean
-
-        meant, self.pending = self.pending, None
-        if meant is None:
-            return None
-        said = clean(text)
-        if YES.match(said):
-            log.info("confirmed", request=meant)
-            return self._local(meant) or Answer(self._llm(self._need_llm()), meant, None)
-        if NO.match(said):
-            return Answer(FixedText(SAY_AGAIN), text, "confirm")
-        return None
 
     def _need_llm(self) -> Llm:
         if self.llm is None:
@@ -331,13 +275,6 @@ class Responder:
 
             source = ToolCallReader(source, lambda command: self.tool_answer(command)[1])
         return source
-
-
-def _doubtful(text: str) -> str | None:
-    from assistant.text.slips import doubtful
-    from assistant.tools.router import clean
-
-    return doubtful(clean(text))
 
 
 class ReplyGuard:
