@@ -118,7 +118,7 @@ def decide(request: Request, conversation: Conversation, rules: Rules) -> Decisi
         read = _other_reading(text, mine, request.readings, now, rules, rules.query)
         if read is not None:
             return read
-    if (local := _local(text, mine, rules)) is not None:
+    if (local := _local(text, mine, now, rules)) is not None:
         return local
     if request.spoken_s > 0 and rules.tools and (near := _sounds_like(text, now, rules)) is not None:
         return near
@@ -138,16 +138,25 @@ def _route(text: str, now: datetime, rules: Rules) -> Intent | None:
 def local(text: str, now: datetime, rules: Rules) -> Decision | None:
     """The tool, Home Assistant or honest limit that answers ``text`` (already corrected), or None:
     only the LLM can answer it."""
-    return _local(text, _route(text, now, rules), rules)
+    return _local(text, _route(text, now, rules), now, rules)
 
 
-def _local(text: str, found: Intent | None, rules: Rules) -> Decision | None:
+def _local(text: str, found: Intent | None, now: datetime, rules: Rules) -> Decision | None:
     """An offline tool's, Home Assistant's or an honest limit's answer to ``text`` routed as ``found``."""
-    if found is None:
+    if rules.home:
+        # The devices are the no_device limit's, named even where the limits are off (then routed again)
+        device = found if rules.honest_limits else _device_route(text, now)
+        if device is not None and device.name == "no_device":
+            return Decision(Kind.HOME, text, device=device.slots.get("detail", ""))
+    if found is None or not rules.tools:
         return None
-    if rules.home and found.name == "no_device":
-        return Decision(Kind.HOME, text, device=found.slots.get("detail", ""))
-    return Decision(Kind.TOOL, text, intent=found) if rules.tools else None
+    return Decision(Kind.TOOL, text, intent=found)
+
+
+def _device_route(text: str, now: datetime) -> Intent | None:
+    from assistant.tools.router import route
+
+    return route(text, now)
 
 
 def _settle(text: str, pending: str, now: datetime, rules: Rules) -> Decision | None:
@@ -157,7 +166,7 @@ def _settle(text: str, pending: str, now: datetime, rules: Rules) -> Decision | 
 
     said = clean(text)
     if YES.match(said):
-        local = _local(pending, _route(pending, now, rules), rules)
+        local = _local(pending, _route(pending, now, rules), now, rules)
         return replace(local, why="confirmed") if local is not None else Decision(Kind.LLM, pending, why="confirmed")
     if NO.match(said):
         return Decision(Kind.SAY_AGAIN, text, why="not what was meant")
@@ -192,7 +201,7 @@ def _other_reading(text: str, mine: Intent | None, readings: tuple[str, ...], no
     if meant is None:
         return None
     said = corrected[meant.text]
-    if meant.sure and (local := _local(said, routed[meant.text], rules)) is not None:
+    if meant.sure and (local := _local(said, routed[meant.text], now, rules)) is not None:
         return replace(local, why=f"another reading is the command (heard {text})")
     return Decision(Kind.CONFIRM, text, meant=said, why=f"the readings disagree ({', '.join(readings[:4])})")
 
@@ -208,7 +217,7 @@ def _sounds_like(text: str, now: datetime, rules: Rules) -> Decision | None:
     # A todo's item is taken as heard, through the same slips (添加待办给花浇水 → 底花酒水):
     # confirmed, never saved unasked
     if heard.score >= rules.sure_sound and heard.score - heard.rival >= MARGIN and not heard.item:
-        local = _local(heard.text, _route(heard.text, now, rules), rules)
+        local = _local(heard.text, _route(heard.text, now, rules), now, rules)
         if local is not None:
             return replace(local, why=f"a command heard through slips (heard {text}, score {heard.score:.2f})")
     return Decision(Kind.CONFIRM, text, meant=heard.text,

@@ -119,6 +119,8 @@ class Responder:
 
         conversation = self.conversation(spoken_s)
         decision = decide(Request(text, spoken_s, char_logprob, tuple(readings)), conversation, self.rules)
+        if decision.text != text:
+            self.correct(text)  # again, for its log lines: which words were put right, and how near they were
         return self.commit(decision, conversation, heard=text)
 
     @property

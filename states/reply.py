@@ -266,20 +266,22 @@ class Reply:
         self.stopped = True
         played_out = self._played_out()  # read before the tasks are cancelled (they end it)
         s = self.session
-        if self.speculation is not None:
-            self.speculation.task.cancel()
-        s.models.asr.stop()
-        if self.pipeline is not None:
-            await self.pipeline.stop()
-        await self.tasks.cancel()
-        if self.playback_started and not played_out:
-            s.sink.clear()
-            timeout = s.cfg.barge_in.stop_timeout_ms / 1000
-            try:
-                await asyncio.wait_for(s.sink.wait_playout(), timeout)
-            except TimeoutError:
-                log.warning("playback did not stop in time", waited_s=timeout)
-            s.responder.finished()
-            s.bus.publish(PlaybackFinished(interrupted=True))
-        self._end(Ended.INTERRUPTED)
+        try:
+            if self.speculation is not None:
+                self.speculation.task.cancel()
+            s.models.asr.stop()
+            if self.pipeline is not None:
+                await self.pipeline.stop()
+            await self.tasks.cancel()
+            if self.playback_started and not played_out:
+                s.sink.clear()
+                timeout = s.cfg.barge_in.stop_timeout_ms / 1000
+                try:
+                    await asyncio.wait_for(s.sink.wait_playout(), timeout)
+                except TimeoutError:
+                    log.warning("playback did not stop in time", waited_s=timeout)
+                s.responder.finished()
+                s.bus.publish(PlaybackFinished(interrupted=True))
+        finally:
+            self._end(Ended.INTERRUPTED)  # even if this was cancelled on the way: done is always set
 

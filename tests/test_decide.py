@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from assistant import decide as decide_module
-from assistant.decide import Conversation, Decision, Kind, Request, decide
+from assistant.decide import Conversation, Decision, Kind, Request, Rules, decide
 from assistant.respond import NOT_HEARD
 from assistant.tools import router
 from tests.doubles import configured_responder
@@ -96,3 +96,14 @@ def test_the_decision_module_reads_no_clock_and_saves_nothing() -> None:
     source = Path(decide_module.__file__).read_text(encoding="utf-8")
     for name in ("datetime.now", "time.time", ".store", "Tools", "history", "log."):
         assert name not in source, name
+
+
+@pytest.mark.parametrize("limits", [True, False])
+def test_a_device_command_is_home_assistants_whether_or_not_the_limits_are_on(limits) -> None:
+    from datetime import datetime
+
+    rules = Rules(tools=False, home=True, honest_limits=limits)
+    evening = Conversation(datetime(2026, 12, 6, 19, 0), continued=False)
+    decided = decide(Request("打开客厅灯"), evening, rules)
+    assert (decided.kind, decided.device) == (Kind.HOME, "灯")
+    assert decide(Request("香蕉是什么颜色的"), evening, rules).kind is Kind.LLM
