@@ -1,6 +1,8 @@
-"""The whole turn, from the user's last voiced sample to the first reply sample, against a naive chain.
+"""The whole turn, from the user's last voiced sample to the first reply sample, against a naive chain
+and a pipecat bot on the same model files.
 
-    .venv/bin/python benchmarks/turn.py [--set key=value ...] [--only NAME,...] [--no-naive] [--no-status] [--json]
+    .venv/bin/python benchmarks/turn.py [--set key=value ...] [--only NAME,...] [--no-naive] [--no-pipecat]
+        [--no-status] [--json FILE]
 
 Each real recorded request is played as 0.5 s of silence + the clip + 7 s of silence through a full
 session (``replay --realtime``: the microphone paced at one second per second, the models running
@@ -18,7 +20,13 @@ The naive chain runs on the same model objects in the same run, one step after t
 endpoint 0.5 s of silence after the last voiced sample, Whisper over its full 30 s window, the whole
 reply from the same answer path, then Kokoro (the whole model, every frame) on the reply's first
 clause. Its total is 0.5 s plus
-those three measured times. The last line is the ratio of the p50s.
+those three measured times.
+
+The pipecat peer (``benchmarks/pipecat_peer.py``, in its own venv: ``benchmarks/pipecat-venv.sh``) runs
+after both, with Tingshuo's models closed, on the same recordings paced at one second per second, the
+same end of speech, and the configuration's own Whisper, LLM GGUF, Kokoro file, voice and system
+prompt, built as pipecat recommends (``benchmarks/peer.py`` reads its numbers). Where its venv is
+not installed it is left out, and the run says so. The last lines are the ratios of the p50s.
 
 As in ``assistant run``, the status page is served beside the session and hears all its events
 (``--no-status``: without it).
@@ -29,6 +37,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import socket
 import statistics
 import sys
 import tempfile
@@ -51,8 +60,8 @@ from assistant.events import to_record  # noqa: E402
 from assistant.replay import replay  # noqa: E402
 from assistant.respond import for_config  # noqa: E402
 from assistant.status.web import page_for  # noqa: E402
+from benchmarks import peer  # noqa: E402
 from models.kokoro_tts import clauses  # noqa: E402
-from tests.test_wyoming import free_port  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "audio"
 REQUESTS = {  # name: recording (all real Mandarin speech, 16 kHz)
@@ -170,6 +179,24 @@ async def naive(cfg: config.Config, models: Any, asr30: Any, tts: Any, name: str
     return Turn(name, speech_end, parts, heard, text)
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def pipecat(cfg: config.Config, clips: list[tuple[str, Path, float]]) -> list[Turn]:
+    """The pipecat bot over ``clips`` (name, recording, end of speech), after a warm-up recording."""
+    python = peer.python()
+    if python is None:
+        peer.say("the pipecat peer is not installed (benchmarks/pipecat-venv.sh makes its venv): not in this run")
+        return []
+    warm = ("warmup", SHARED / "corpus" / "016.wav", 0.0)  # its first turn pays for the models' first calls
+    records = peer.run(python, peer.spec(cfg, [warm, *clips], LEAD_S, TAIL_S))[1:]
+    return [Turn(r["name"], r["speech_end"], peer.parts(r), r.get("transcript", "").strip(), r.get("reply", ""))
+            for r in records]
+
+
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, round(q * (len(values) - 1)))]
@@ -237,9 +264,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                    board)
     ours: list[Turn] = []
     theirs: list[Turn] = []
+    ends: list[tuple[str, Path, float]] = []
     for name in names:
         audio = padded(REQUESTS[name], rate)
         end = await last_voiced(models.vad, audio, rate, cfg.vad.threshold)
+        ends.append((name, REQUESTS[name], end))
         ours.append(await tingshuo(cfg, models, name, audio, end, out, board))
         print(f"  {name}: {ours[-1].parts['total']} s", file=sys.stderr)
         if plain is not None:
@@ -248,6 +277,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     loading.close()
     for model in plain or ():
         model.close()
+    bot = [] if args.no_pipecat else pipecat(cfg, ends)  # alone on the cores: Tingshuo's models are closed
     result: dict[str, Any] = {"tingshuo": [t.__dict__ for t in ours], "tingshuo_p50_s": p50_total(ours)}
     print(table("Tingshuo (pipelined)", ours))
     if theirs:
@@ -256,6 +286,13 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         ratio = p50_total(ours) / p50_total(theirs)
         result.update(naive=[t.__dict__ for t in theirs], naive_p50_s=p50_total(theirs), ratio=round(ratio, 3))
         print(f"\nTingshuo p50 {p50_total(ours):.3f} s, naive p50 {p50_total(theirs):.3f} s, ratio {ratio:.2f}")
+    if bot:
+        print()
+        print(table("pipecat 1.14 bot (same model files, same run; its LLM column is the first token, its TTS "
+                    "column from that token to the first audio)", bot))
+        ratio = p50_total(ours) / p50_total(bot)
+        result.update(pipecat=[t.__dict__ for t in bot], pipecat_p50_s=p50_total(bot), pipecat_ratio=round(ratio, 3))
+        print(f"\nTingshuo p50 {p50_total(ours):.3f} s, pipecat p50 {p50_total(bot):.3f} s, ratio {ratio:.2f}")
     return result
 
 
@@ -265,12 +302,13 @@ def main() -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--only", default="", help="comma-separated recording names")
     parser.add_argument("--no-naive", action="store_true", help="skip the naive chain")
+    parser.add_argument("--no-pipecat", action="store_true", help="skip the pipecat peer")
     parser.add_argument("--no-status", action="store_true", help="without the status page (`run` serves one)")
     parser.add_argument("--json", type=Path, default=None, help="also write the numbers to this file")
     args = parser.parse_args()
     try:
         result = asyncio.run(main_async(args))
-    except (config.ConfigError, OSError) as exc:
+    except (config.ConfigError, OSError, RuntimeError) as exc:
         print(f"turn.py: {exc}", file=sys.stderr)
         return 2
     if args.json is not None:
