@@ -82,16 +82,21 @@ async def test_the_health_line_is_logged_at_once_and_then_every_interval(monkeyp
     from assistant import health
 
     beats: list[dict[str, object]] = []
+    third = asyncio.Event()
 
     class Log:
         def info(self, event: str, **fields: object) -> None:
             beats.append({"event": event, **fields})
+            if len(beats) == 3:
+                third.set()
 
     monkeypatch.setattr(health, "log", Log())
     task = asyncio.create_task(health.report_every(0.05, lambda: {"main": os.getpid()}))
-    await asyncio.sleep(0.12)
+    await asyncio.sleep(0)  # one turn of the loop: the task has run up to its first wait
+    assert len(beats) == 1  # logged at once
+    await asyncio.wait_for(third.wait(), 10)  # and again after each interval (awaited, not slept for)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert 2 <= len(beats) <= 4 and all(b["event"] == "health" for b in beats)
+    assert len(beats) >= 3 and all(b["event"] == "health" for b in beats)
     assert beats[0]["main"]["rss_mb"] > 10  # type: ignore[index]
