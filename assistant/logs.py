@@ -85,18 +85,29 @@ def file_for(cfg: Config, process: str = "") -> RotatingFile | None:
         raise ConfigError(f"log.file: cannot write {path}: {exc.strerror or exc}") from None
 
 
-class Tee:
+class Stderr:
+    """Whatever ``sys.stderr`` is when a line is written, not when logging was set up (a stream
+    replaced since, as a test's captured one is, must not take the log lines down with it)."""
+
+    def write(self, text: str) -> None:
+        sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
+class Tee(Stderr):
     """Stderr, and a log file besides (the file without terminal colours)."""
 
     def __init__(self, file: RotatingFile) -> None:
         self.file = file
 
     def write(self, text: str) -> None:
-        sys.stderr.write(text)
+        super().write(text)
         self.file.write(text)
 
     def flush(self) -> None:
-        sys.stderr.flush()
+        super().flush()
         self.file.flush()
 
 
@@ -114,6 +125,6 @@ def setup(level: str = "info", fmt: str = "console", file: RotatingFile | None =
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level.upper())),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr if file is None else cast(TextIO, Tee(file))),
+        logger_factory=structlog.PrintLoggerFactory(file=cast(TextIO, Stderr() if file is None else Tee(file))),
         cache_logger_on_first_use=False,
     )

@@ -11,6 +11,7 @@ itself say it). Both checks are the echo defence's (``states/echo_defence.py``).
 from __future__ import annotations
 
 import time
+from enum import StrEnum
 
 import structlog
 
@@ -24,6 +25,14 @@ from states.state import State, VadWindow
 log = structlog.get_logger("barge_in")
 
 
+class Reason(StrEnum):
+    """What interrupted the reply (the ``barge_in`` event's ``reason``)."""
+
+    SPEECH = "speech"
+    STOP_WORD = "stop_word"  # idle follows: nothing more is said
+    WAKE_WORD = "wake_word"
+
+
 def make_detector(session: TurnContext, echo_window_from: int | None) -> OnsetDetector:
     """The barge-in decision for the current reply; muted for the echo window after playback starts."""
     cfg, rate = session.cfg, session.cfg.audio.sample_rate
@@ -33,7 +42,7 @@ def make_detector(session: TurnContext, echo_window_from: int | None) -> OnsetDe
                          max_gap_samples=cfg.barge_in.max_gap_ms * rate // 1000)
 
 
-async def barge_in(session: TurnContext, reason: str, onset: int | None) -> None:
+async def barge_in(session: TurnContext, reason: Reason, onset: int | None) -> None:
     """Stop the reply and listen: cancel reply tasks, clear the sink, report, enter listening
     (or, for a stop word, idle).
 
@@ -52,7 +61,7 @@ async def barge_in(session: TurnContext, reason: str, onset: int | None) -> None
              continues=resume_from is not None, **timing)
     if reply is not None and resume_from is not None and reply.answer is not None:
         session.responder.withdraw(reply.answer.text)  # its reply was to half a request
-    if reason == "stop_word":
+    if reason is Reason.STOP_WORD:
         await session.fire(inputs.Stop(onset))
     else:
         await session.fire(inputs.BargeIn(onset, resume_from))
@@ -75,16 +84,16 @@ class Interruptible(State):
         if onset is not None and s.is_noise(onset):
             self.detector.skip_run()
         elif onset is not None:
-            await barge_in(s, "speech", onset)
+            await barge_in(s, Reason.SPEECH, onset)
 
     async def on_keyword(self, keyword: str) -> None:
         s = self.session
         if not s.cfg.barge_in.enabled:
             return
         if keyword in s.cfg.barge_in.stop_words:
-            reason = "stop_word"
+            reason = Reason.STOP_WORD
         elif keyword in s.cfg.wake.keywords and s.cfg.wake.mode == "keyword":
-            reason = "wake_word"
+            reason = Reason.WAKE_WORD
         else:
             return
         if s.echo.said_it_myself(keyword):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 import structlog
@@ -44,13 +45,22 @@ log = structlog.get_logger("reply")
 UNHEARD_MIN_S = 0.8  # a shorter utterance with no words in it was most likely a noise: no answer
 
 
+class Stage(StrEnum):
+    """How far a reply has got (an ``error`` event's ``stage``)."""
+
+    ASR = "asr"
+    TOOL = "tool"  # the decision: a tool, a limit or the LLM
+    REPLY = "reply"  # speaking: the LLM's text through the TTS
+    PLAYBACK = "playback"  # all of it queued, waiting for it to be heard
+
+
 class Reply:
     """One turn's reply, from its transcript to its last played sample: the handle of the turn."""
 
     def __init__(self, session: TurnContext) -> None:
         self.session = session
         self.tasks = TaskScope("reply")
-        self.stage = "asr"
+        self.stage = Stage.ASR
         self.stopped = False  # interrupted: its inputs still in the mailbox are dropped (a ``Requester``)
         loop = asyncio.get_running_loop()
         self.first_audio: asyncio.Future[int] = loop.create_future()
@@ -114,7 +124,7 @@ class Reply:
                 log.info("stop word: no reply", transcript=text)
                 self._end(Ended.STOP_WORD)
                 return
-            self.stage = "tool"
+            self.stage = Stage.TOOL
             spoken_s = len(utterance) / s.cfg.audio.sample_rate
             likely = await char_logprob(s.models.asr, text)
             others = await readings(s.models.asr, text)
@@ -123,7 +133,7 @@ class Reply:
             self.answer = answer
             if answer.intent is not None:
                 s.bus.publish(ToolAnswered(intent=answer.intent))
-            self.stage = "reply"
+            self.stage = Stage.REPLY
             s.echo.reply_started()
             await self._speak(answer.source, answer.text)
         except asyncio.CancelledError:
@@ -137,7 +147,7 @@ class Reply:
 
     def announce(self, text: str) -> None:
         """Speak ``text`` unasked (a reminder fell due): no transcript, no LLM."""
-        self.stage = "reply"
+        self.stage = Stage.REPLY
         self.session.echo.reply_started()
         self.tasks.spawn(self._announce(text), "announce")
 
@@ -163,9 +173,9 @@ class Reply:
         if worker is None or not worker.apology.size:
             self._end(Ended.FAILED)
             return
-        if self.stage != "reply":
+        if self.stage is not Stage.REPLY:
             s.echo.reply_started()
-        self.stage = "reply"
+        self.stage = Stage.REPLY
         try:
             await self._speak(FixedText(APOLOGY), "", Recording(worker.apology, worker.rates["tts"]))
         except asyncio.CancelledError:
@@ -185,7 +195,7 @@ class Reply:
             await self.pipeline.run(question)
         finally:
             s.responder.said(self.pipeline.reply_text)  # as far as it got: for "再说一遍"
-        self.stage = "playback"
+        self.stage = Stage.PLAYBACK
         await s.sink.wait_playout()
         s.responder.finished()
         if self.playback_started:

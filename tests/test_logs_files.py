@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,19 @@ async def test_the_health_line_is_logged_at_once_and_then_every_interval(monkeyp
         await task
     assert len(beats) >= 3 and all(b["event"] == "health" for b in beats)
     assert beats[0]["main"]["rss_mb"] > 10  # type: ignore[index]
+
+
+def test_log_lines_go_to_the_stderr_of_the_moment(monkeypatch: pytest.MonkeyPatch) -> None:
+    # set up while one stream was stderr, logged after it was replaced and closed (as pytest does
+    # between tests): the line reaches the new stream, and nothing raises
+    import io
+
+    import structlog
+
+    first, second = io.StringIO(), io.StringIO()
+    monkeypatch.setattr(sys, "stderr", first)
+    logs.setup("info", "json")
+    first.close()
+    monkeypatch.setattr(sys, "stderr", second)
+    structlog.get_logger("test").info("after the swap", n=1)
+    assert '"event": "after the swap"' in second.getvalue()
