@@ -125,10 +125,6 @@ async def test_a_request_over_the_loud_reply_is_heard_from_its_first_words(talk,
     assert r.summary["turns"][1]["reply"]
 
 
-@pytest.mark.xfail(reason="on an AMD EPYC (2026-12-02; it passes on an Intel Xeon) the reply's own echo "
-                          "barges in 0.94 s into playback, "
-                          "before the user speaks (self-interruption, the same on the code before the understanding "
-                          "work): the echo defence of the turn issue, #24, has to win it back", strict=False)
 async def test_a_request_with_a_pause_over_a_long_reply_is_one_utterance(talk, run_replay, models):
     # 告诉我，(a pause) 你是谁: the pause falls just after the barge-in, while AEC3 still suppresses the
     # reply's tail, and the user under it reads as quiet. Without echo.tail_ms the utterance ended at
