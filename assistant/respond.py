@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from models.protocols import Llm, TextSource
 
 log = structlog.get_logger("respond")
+
+Corrected = tuple[str, list[Any], list[tuple[str, str]]]  # a text put right, its hot-word fixes, its sums' slips
 
 NOTHING_TO_REPEAT = "我刚才还没说什么。"
 NOT_HEARD = "没听清，请再说一遍。"
@@ -117,10 +119,17 @@ class Responder:
         tool's answer is computed (and saved) here, before it is spoken."""
         from assistant.decide import Request, decide
 
+        corrections: dict[str, Corrected] = {}  # each text decide put right, kept for the log lines
+
+        def correct(said: str) -> str:
+            corrections[said] = self._corrected(said)
+            return corrections[said][0]
+
         conversation = self.conversation(spoken_s)
-        decision = decide(Request(text, spoken_s, char_logprob, tuple(readings)), conversation, self.rules)
-        if decision.text != text:
-            self.correct(text)  # again, for its log lines: which words were put right, and how near they were
+        rules = replace(self.rules, correct=correct)
+        decision = decide(Request(text, spoken_s, char_logprob, tuple(readings)), conversation, rules)
+        if text in corrections:
+            _log_fixes(*corrections[text][1:])  # which words of the request were put right, and how near
         return self.commit(decision, conversation, heard=text)
 
     @property
@@ -222,18 +231,20 @@ class Responder:
     def correct(self, text: str, *, quiet: bool = False) -> str:
         """``text`` with near-miss command words put right (``tools.hotwords``), and a sum's numerals
         heard through a slip (``slips.repair``); each fix logged unless ``quiet``."""
+        fixed, fixes, slipped = self._corrected(text)
+        if not quiet:
+            _log_fixes(fixes, slipped)
+        return fixed
+
+    def _corrected(self, text: str) -> Corrected:
+        """``correct`` without the log lines: the text and what was put right in it."""
         if self.hotwords is None:
-            return text
+            return text, [], []
         from assistant.text.slips import repair
 
         text, fixes = self.hotwords.correct(text)
         text, slipped = repair(text)
-        if not quiet:
-            for fix in fixes:
-                log.info("hot word corrected", heard=fix.heard, word=fix.word, score=fix.score)
-            for heard, put in slipped:
-                log.info("a sum's slip put right", heard=heard, put=put)
-        return text
+        return text, list(fixes), list(slipped)
 
     def tool_answer(self, text: str) -> tuple[str | None, str | None]:
         """(intent, answer) of an offline tool, or (None, None) when the LLM should answer."""
@@ -277,6 +288,13 @@ class Responder:
 
             source = ToolCallReader(source, lambda command: self.tool_answer(command)[1])
         return source
+
+
+def _log_fixes(fixes: Sequence[Any], slipped: Sequence[tuple[str, str]]) -> None:
+    for fix in fixes:
+        log.info("hot word corrected", heard=fix.heard, word=fix.word, score=fix.score)
+    for heard, put in slipped:
+        log.info("a sum's slip put right", heard=heard, put=put)
 
 
 class ReplyGuard:
