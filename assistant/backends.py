@@ -88,14 +88,15 @@ def asr(cfg: Config, assets: Assets) -> Asr:
     from models.whisper_asr import WhisperAsr
 
     words = [*COMMAND_WORDS, *cfg.tools.hotwords] if cfg.asr.command_words else []
-    likely = LikelyCommand(words) if words and cfg.asr.command_bias == "likely" else None
+    likely = LikelyCommand(words) if words and cfg.asr.command_bias != "always" else None
     return WhisperAsr(assets.folder(cfg.asr.model), threads=cfg.asr.threads, compute_type=cfg.asr.compute_type,
                       beam_size=cfg.asr.beam_size, initial_prompt=cfg.asr.initial_prompt, hotwords=" ".join(words),
                       min_avg_logprob=cfg.asr.min_avg_logprob, max_no_speech_prob=cfg.asr.max_no_speech_prob,
                       window_s=cfg.asr.window_s, likely_command=likely,
                       fallback=(0.2, 0.4, 0.6, 0.8, 1.0) if cfg.asr.fallback else (),
                       rescorer=rescorer(cfg, assets), n_best=min(cfg.asr.n_best, cfg.asr.beam_size),
-                      rescore_weight=cfg.asr.rescore_weight, **second_ear(cfg, assets))
+                      rescore_weight=cfg.asr.rescore_weight, pooled=cfg.asr.command_bias == "pooled",
+                      **second_ear(cfg, assets))
 
 
 def second_ear(cfg: Config, assets: Assets) -> dict[str, Any]:

@@ -252,10 +252,12 @@ class AsrConfig:
     beam_size: int = _opt(5, "Beam size (1 is greedy and fastest).", lo=1, hi=10)
     initial_prompt: str = _opt("以下是普通话的句子。", "Prompt that keeps Whisper in Simplified Mandarin.")
     command_words: bool = _opt(True, "Give Whisper the command words (the tools' and tools.hotwords) as context.")
-    command_bias: str = _opt("likely", "Where the command words are context: \"likely\" decodes without them, and "
-                                       "again with them when the transcript sounds like a command; \"always\" on all "
-                                       "speech (it costs general speech more than it gains commands).",
-                             choices=("likely", "always"))
+    command_bias: str = _opt("pooled", "Where the command words are context: \"likely\" decodes without them, and "
+                                       "again with them when the transcript sounds like a command; \"pooled\" "
+                                       "decodes every utterance both ways and the rescoring weighs the readings of "
+                                       "both (as \"likely\" without the rescoring); \"always\" on all speech (it "
+                                       "costs general speech more than it gains commands).",
+                             choices=("likely", "pooled", "always"))
     fallback: bool = _opt(False, "Where greedy decoding fails the checks below (or loops), sample again at "
                                  "rising temperatures (seeded), as faster-whisper does.")
     min_avg_logprob: float = _opt(-1.0, "A transcript with a lower mean token log-probability is asked again.",

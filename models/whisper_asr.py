@@ -10,7 +10,11 @@ than 待半. Given on all speech, they cost general speech more than they gain c
 as 闹钟室), so with ``likely_command`` they are given only where a command is likely: the utterance
 is decoded without them, and when the plain transcript sounds like a command (the caller's
 predicate), decoded again with them from the same encoder output (the decoder alone: a few tens of
-milliseconds for a short request).
+milliseconds for a short request). ``pooled`` (with a rescorer) decodes every utterance both ways
+from the same encoder output and lets the rescoring weigh the readings of both together: the
+command words then only add readings (今天是星期几 beside 今天是丁齐吉), and the plain ones stay
+in the running, where the likely-command test had to choose between them on the plain transcript
+alone.
 
 With a ``rescorer`` (``models.llama_scorer``) and beam search, Whisper's ``n_best`` hypotheses are
 weighed again by a language model that knows Chinese: each one's Whisper log-probability plus
@@ -89,7 +93,7 @@ class WhisperAsr:
                  window_s: float = FULL_WINDOW_S, likely_command: Callable[[str], bool] | None = None,
                  fallback: tuple[float, ...] = (), rescorer: Rescorer | None = None, n_best: int = 5,
                  rescore_weight: float = 0.3, ear: Ear | None = None, mender: Mender | None = None,
-                 mend_below: float = 0.0) -> None:
+                 mend_below: float = 0.0, pooled: bool = False) -> None:
         if not 1.0 <= window_s <= FULL_WINDOW_S:
             raise ValueError(f"asr: window_s must be within 1–30 s, not {window_s}")
         self.model_dir = model_dir
@@ -107,6 +111,8 @@ class WhisperAsr:
         self.rescorer = rescorer if beam_size > 1 else None  # greedy decoding has one hypothesis
         self.n_best = n_best
         self.rescore_weight = rescore_weight
+        # both decodings weighed together: only with something to weigh them, and words to give
+        self.pooled = pooled and self.rescorer is not None and bool(hotwords)
         # the second ear mends a transcript only as the rescoring model finds it likelier
         mends = self.rescorer is not None and ear is not None and mender is not None
         self.ear: Ear | None = ear if mends else None
@@ -276,27 +282,55 @@ class WhisperAsr:
             raise Stopped
         encoded = model.encode(pad_or_trim(features, frames))
         new_tokens = int(TOKENS_PER_S * len(samples) / self.sample_rate) + 16
-        decoded = self._decode(encoded, self._prompt if biased else self._plain, new_tokens, stop)
-        if not biased and self._again(decoded[0]):
-            decoded = self._decode(encoded, self._prompt, new_tokens, stop)
+        if biased or self.pooled:
+            prompts = [self._prompt] if biased else [self._plain, self._prompt]
+            return self._decode(encoded, prompts, new_tokens, stop)
+        decoded = self._decode(encoded, [self._plain], new_tokens, stop)
+        if self._again(decoded[0]):
+            decoded = self._decode(encoded, [self._prompt], new_tokens, stop)
         return decoded
 
-    def _decode(self, encoded: Any, prompt: list[int], new_tokens: int,
+    def _decode(self, encoded: Any, prompts: list[list[int]], new_tokens: int,
                 stop: threading.Event) -> tuple[str, float, float]:
-        """Greedy (or beam) decoding; where that fails Whisper's own checks (a doubted or looping
-        transcript) and ``fallback`` temperatures are given, sampled again at each in turn, seeded
-        so the same audio always gives the same text, until one passes (else the likeliest)."""
-        best = self._generate(encoded, prompt, new_tokens, stop, 0.0)
+        """Greedy (or beam) decoding, once per prompt, the hypotheses of all weighed together; where
+        that fails Whisper's own checks (a doubted or looping transcript) and ``fallback``
+        temperatures are given, sampled again (the first prompt) at each in turn, seeded so the same
+        audio always gives the same text, until one passes (else the likeliest)."""
+        best = self._generate(encoded, prompts, new_tokens, stop, 0.0)
         for temperature in self.fallback:
             if best[1] >= self.min_avg_logprob and not _looped(best[0]):
                 break
-            again = self._generate(encoded, prompt, new_tokens, stop, temperature)
+            again = self._generate(encoded, prompts[:1], new_tokens, stop, temperature)
             log.info("transcript sampled again", temperature=temperature, was=best[0], now=again[0])
             best = again if again[1] > best[1] else best
         return best
 
-    def _generate(self, encoded: Any, prompt: list[int], new_tokens: int, stop: threading.Event,
+    def _generate(self, encoded: Any, prompts: list[list[int]], new_tokens: int, stop: threading.Event,
                   temperature: float) -> tuple[str, float, float]:
+        found: list[Hypothesis] = []
+        no_speech = 0.0
+        for prompt in prompts:
+            if found and len(_content(self._t2s.convert(found[0][0]))) > RESCORED_CHARS:
+                break  # too long to be weighed: the first prompt's reading stands, the others are not needed
+            more, said = self._hypotheses(encoded, prompt, new_tokens, stop, temperature)
+            no_speech = said if not found else no_speech  # the first prompt's, as with one
+            found += more
+        rescorer = self.rescorer
+        ranked: list[Hypothesis] = []
+        text = (rescored(found, rescorer, self.rescore_weight, self._t2s.convert, self._weighed, ranked)[0]
+                if rescorer and len(found) > 1 else found[0][0])
+        if temperature == 0:
+            self._ranked = [str(self._t2s.convert(h[0])) for h in ranked]
+        # How sure Whisper is of the audio is its own best hypothesis' score (faster-whisper's
+        # avg_logprob), whichever reading the rescoring chose: a less likely reading of the same
+        # words is no reason to call the whole utterance uncertain (corpus 029 was dropped so).
+        _, summed, length = found[0]
+        return text, summed / (length + 1), no_speech
+
+    def _hypotheses(self, encoded: Any, prompt: list[int], new_tokens: int, stop: threading.Event,
+                    temperature: float) -> tuple[list[Hypothesis], float]:
+        """The decoder's best hypotheses after ``prompt`` (``n_best`` with a rescorer, else one), and
+        its no-speech probability."""
         if stop.is_set():
             raise Stopped
         model = self._model
@@ -314,17 +348,7 @@ class WhisperAsr:
             suppress_tokens=self._suppress, num_hypotheses=hypotheses, **sampling)[0]
         found = [(self._tokenizer.decode(tokens).strip(), score * len(tokens), len(tokens))
                  for tokens, score in zip(result.sequences_ids, result.scores, strict=True)]
-        rescorer = self.rescorer
-        ranked: list[Hypothesis] = []
-        text = (rescored(found, rescorer, self.rescore_weight, self._t2s.convert, self._weighed, ranked)[0]
-                if rescorer and len(found) > 1 else found[0][0])
-        if temperature == 0:
-            self._ranked = [str(self._t2s.convert(h[0])) for h in ranked]
-        # How sure Whisper is of the audio is its own best hypothesis' score (faster-whisper's
-        # avg_logprob), whichever reading the rescoring chose: a less likely reading of the same
-        # words is no reason to call the whole utterance uncertain (corpus 029 was dropped so).
-        _, summed, length = found[0]
-        return text, summed / (length + 1), result.no_speech_prob
+        return found, result.no_speech_prob
 
     def _segments(self, samples: Samples, stop: threading.Event, biased: bool) -> tuple[str, float, float]:
         """faster-whisper's own loop: 30 s windows, one segment pulled at a time."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -265,3 +266,57 @@ def test_digits_running_and_a_stuttering_first_hypothesis_are_weighed() -> None:
     assert hypotheses_chosen(weighing, [("1000处以8", -3.0, 6), ("1000除以8", -3.2, 6)]) == "1000除以8"
     assert hypotheses_chosen(weighing, [("哈哈哈", -1.0, 3), ("哈哈", -1.5, 2)]) == "哈哈"  # -2.1 beats -2.5
     assert weighing.asked[-1] == ["哈哈哈", "哈哈"]
+
+
+class Decodings:
+    """Records the prompt of each decoding a WhisperAsr makes (its ``_hypotheses``)."""
+
+    def __init__(self, asr: WhisperAsr) -> None:
+        self.prompts: list[list[int]] = []
+        real = asr._hypotheses
+
+        def recording(encoded: object, prompt: list[int], *rest: object) -> object:
+            self.prompts.append(prompt)
+            return real(encoded, prompt, *rest)  # type: ignore[arg-type]
+        asr._hypotheses = recording  # type: ignore[method-assign,assignment]
+
+
+async def test_pooled_decoding_weighs_the_readings_of_both_prompts_together() -> None:
+    # asr.command_bias = "pooled": every short utterance is decoded without the command words and with
+    # them, from the same encoder output, and one weighing chooses among the readings of both; a
+    # reading too long to be weighed (corpus 013: 64 characters) is decoded once, without them
+    folder = Assets([SHARED / "models"]).folder("whisper-base")
+    words = "几点 提醒 待办 闹钟 打开 关掉"
+    plain_weighing, pooled_weighing = Weighing(defaultdict(float)), Weighing(defaultdict(float))
+    plain = WhisperAsr(folder, beam_size=5, window_s=15.0, hotwords=words, likely_command=lambda text: False,
+                       rescorer=plain_weighing)
+    pooled = WhisperAsr(folder, beam_size=5, window_s=15.0, hotwords=words, likely_command=lambda text: False,
+                        rescorer=pooled_weighing, pooled=True)
+    assert pooled.pooled and not plain.pooled
+    plain.load()
+    pooled.load()
+    decodings = Decodings(pooled)
+    try:
+        short = read_wav(CORPUS / "011.wav", 16000)
+        await plain.transcribe(short)
+        await pooled.transcribe(short)
+        assert decodings.prompts == [pooled._plain, pooled._prompt]  # both, the plain one first
+        assert len(pooled_weighing.asked) == 1  # one weighing of the readings of both
+        assert set(plain_weighing.asked[0]) <= set(pooled_weighing.asked[0])
+        decodings.prompts.clear()
+        await pooled.transcribe(read_wav(CORPUS / "013.wav", 16000))
+        assert decodings.prompts == [pooled._plain]
+    finally:
+        plain.close()
+        pooled.close()
+
+
+def test_pooled_decoding_needs_the_rescoring_and_the_command_words() -> None:
+    assets = Assets([SHARED / "models"])
+    pooled = backends.asr(make_config('asr.command_bias="pooled"'), assets)
+    assert isinstance(pooled, WhisperAsr) and pooled.pooled and pooled.likely_command is not None
+    # without a language model to weigh the two, it is "likely": decoded again only where a command is likely
+    alone = backends.asr(make_config('asr.command_bias="pooled"', 'asr.rescore=""'), assets)
+    assert isinstance(alone, WhisperAsr) and not alone.pooled and alone.likely_command is not None
+    bare = backends.asr(make_config('asr.command_bias="pooled"', "asr.command_words=false"), assets)
+    assert isinstance(bare, WhisperAsr) and not bare.pooled
