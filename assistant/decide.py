@@ -8,7 +8,7 @@ question asked back (你是说“…”吗？), an honest 没听清, or the LLM.
 1. a 是的 / 不是 settles the request asked back in this conversation;
 2. a command heard through a doubtful slip is asked back (``slips.doubtful``);
 3. where the ASR's other readings know better (``tools.readings``), that reading is answered or
-   asked back;
+   asked back, unless the transcript's whole sound surely names another command (step 5's);
 4. a command, a limit or a device the router names is answered by its tool;
 5. a request that sounds like a command through slips in several syllables is that command, or is
    asked back (``tools.sounds_like``);
@@ -117,7 +117,7 @@ def decide(request: Request, conversation: Conversation, rules: Rules) -> Decisi
     if request.spoken_s > 0 and request.readings and rules.tools and rules.query is not None:
         read = _other_reading(text, mine, request.readings, now, rules, rules.query)
         if read is not None:
-            return read
+            return _unless_sounded_otherwise(read, text, now, rules)
     if (local := _local(text, mine, now, rules)) is not None:
         return local
     if request.spoken_s > 0 and rules.tools and (near := _sounds_like(text, now, rules)) is not None:
@@ -204,6 +204,19 @@ def _other_reading(text: str, mine: Intent | None, readings: tuple[str, ...], no
     if meant.sure and (local := _local(said, routed[meant.text], now, rules)) is not None:
         return replace(local, why=f"another reading is the command (heard {text})")
     return Decision(Kind.CONFIRM, text, meant=said, why=f"the readings disagree ({', '.join(readings[:4])})")
+
+
+def _unless_sounded_otherwise(read: Decision, text: str, now: datetime, rules: Rules) -> Decision:
+    """Another reading's command, unless the chosen transcript's whole sound surely names another one:
+    then the sound is answered. The chosen reading is the likeliest, heard syllable by syllable; the
+    other may differ by one primed command word (今天是惊奇解 sounds like 今天是星期几; its reading
+    今天是惊起几点, from the decoding given the command words, would be answered with the time)."""
+    if read.kind is not Kind.TOOL or read.intent is None:
+        return read
+    near = _sounds_like(text, now, rules)
+    if near is None or near.kind is not Kind.TOOL or near.intent is None or near.intent.name == read.intent.name:
+        return read
+    return replace(near, why=f"{near.why}, not another reading's {read.intent.name}")
 
 
 def _sounds_like(text: str, now: datetime, rules: Rules) -> Decision | None:

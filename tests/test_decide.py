@@ -107,3 +107,16 @@ def test_a_device_command_is_home_assistants_whether_or_not_the_limits_are_on(li
     decided = decide(Request("打开客厅灯"), evening, rules)
     assert (decided.kind, decided.device) == (Kind.HOME, "灯")
     assert decide(Request("香蕉是什么颜色的"), evening, rules).kind is Kind.LLM
+
+
+def test_a_primed_reading_does_not_outvote_the_whole_sound(responder) -> None:
+    # near room, pooled decoding: 今天是星期几 heard 今天是惊奇解; the decoding given the command words
+    # wrote 今天是惊起几点 among the readings, the only reading that is a command. The chosen transcript
+    # sounds like 今天是星期几 throughout: the date is answered, not the time.
+    r, _, _ = responder
+    readings = ("今天是惊奇几", "今天是惊起几", "今天是惊起解。", "今天是惊起几点")
+    heard = decide(Request("今天是惊奇解。", spoken_s=1.6, char_logprob=-5.16, readings=readings), fresh(r), r.rules)
+    assert heard.kind is Kind.TOOL and heard.intent is not None and heard.intent.name == "date", heard
+    # where the sound names no other command, the readings still answer (今天有什么新闻 under 新玩)
+    news = decide(Request("今天有什么新玩", spoken_s=1.5, readings=("今天有什么新闻",)), fresh(r), r.rules)
+    assert news.kind is Kind.TOOL and news.intent is not None and news.intent.name != "date", news
