@@ -117,7 +117,7 @@ def decide(request: Request, conversation: Conversation, rules: Rules) -> Decisi
     if request.spoken_s > 0 and request.readings and rules.tools and rules.query is not None:
         read = _other_reading(text, mine, request.readings, now, rules, rules.query)
         if read is not None:
-            return _unless_sounded_otherwise(read, text, now, rules)
+            return _unless_sounded_otherwise(read, text, mine, now, rules)
     if (local := _local(text, mine, now, rules)) is not None:
         return local
     if request.spoken_s > 0 and rules.tools and (near := _sounds_like(text, now, rules)) is not None:
@@ -206,17 +206,21 @@ def _other_reading(text: str, mine: Intent | None, readings: tuple[str, ...], no
     return Decision(Kind.CONFIRM, text, meant=said, why=f"the readings disagree ({', '.join(readings[:4])})")
 
 
-def _unless_sounded_otherwise(read: Decision, text: str, now: datetime, rules: Rules) -> Decision:
-    """Another reading's command, unless the chosen transcript's whole sound surely names another one:
-    then the sound is answered. The chosen reading is the likeliest, heard syllable by syllable; the
-    other may differ by one primed command word (今天是惊奇解 sounds like 今天是星期几; its reading
-    今天是惊起几点, from the decoding given the command words, would be answered with the time)."""
-    if read.kind is not Kind.TOOL or read.intent is None:
-        return read
+def _unless_sounded_otherwise(read: Decision, text: str, mine: Intent | None, now: datetime,
+                              rules: Rules) -> Decision:
+    """What the other readings decided for a transcript that is no command itself, unless its whole
+    sound surely names a command they did not answer: then the sound is answered. The chosen reading
+    is the likeliest, heard syllable by syllable; another may differ by one command word the
+    decoding given the command words wrote in (今天是惊奇解 sounds like 今天是星期几; its reading
+    今天是惊起几点 would ask the time)."""
+    if mine is not None:
+        return read  # a command itself: its readings only doubt its numbers
     near = _sounds_like(text, now, rules)
-    if near is None or near.kind is not Kind.TOOL or near.intent is None or near.intent.name == read.intent.name:
+    if near is None or near.kind is not Kind.TOOL or near.intent is None:
         return read
-    return replace(near, why=f"{near.why}, not another reading's {read.intent.name}")
+    if read.kind is Kind.TOOL and read.intent is not None and read.intent.name == near.intent.name:
+        return read
+    return replace(near, why=f"{near.why}; the readings said {read.kind} {read.meant or read.text}")
 
 
 def _sounds_like(text: str, now: datetime, rules: Rules) -> Decision | None:

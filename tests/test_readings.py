@@ -24,6 +24,13 @@ def test_a_command_in_another_reading_is_asked_back_and_a_query_they_agree_on_is
     assert read("镇在几点了", ["现在几点了", "正在几点了"]) == Meant("现在几点了", "time", True)
 
 
+def test_a_query_further_down_the_readings_is_asked_back_not_answered() -> None:
+    # the readings include the decoding given the command words, which writes them in where they were
+    # not said: only the likeliest other reading may be answered unasked
+    assert read("今天是惊奇解", ["今天是惊奇几", "今天是惊起几", "现在几点了"]) == Meant("现在几点了", "time", False)
+    assert read("镇在几点了", ["镇在几点啦", "现在几点了"]) == Meant("现在几点了", "time", False)
+
+
 def test_a_sum_whose_readings_disagree_on_its_numbers_is_asked_back() -> None:
     assert read("十五加27等于多少", ["5加27等于多少"]) == Meant("十五加27等于多少", "calc", False)
     assert read("十五加27等于多少", ["十五加二十七等于多少"]) is None  # the same sum, or no other command

@@ -5,9 +5,11 @@ under 周成以七十多少, 5加27等于多少 beside 中加二十七等于多�
 Mandarin, which need not be the command. So, for a heard request (``other_reading``):
 
 - when the chosen reading is no command and another reading is one, that reading is meant: answered
-  when it asks the time or a date, or meets an honest limit, and every reading that is a command
-  gives the same answer; asked back otherwise (你是说“九乘以七十多少”吗？: a sum's numbers may be a
-  reading's slip too);
+  when it asks the time or a date, or meets an honest limit, it is the likeliest of the other
+  readings, and every reading that is a command gives the same answer; asked back otherwise
+  (你是说“九乘以七十多少”吗？: a sum's numbers may be a reading's slip too). A command further down is
+  weak evidence: the readings include those of the decoding given the command words, which writes
+  them where they were not said (今天是惊奇解's seventh reading was 今天是惊起几点);
 - when the chosen reading is a sum and another reading is a sum with another result, the numbers are
   in doubt: the chosen one is asked back rather than answered with numbers nobody said.
 
@@ -45,7 +47,7 @@ def other_reading(chosen: str, readings: Sequence[str], route: Callable[[str], s
         return None
     if mine is None:
         text, intent = commands[0]
-        agreed = intent in QUERIES and all(i == intent for _, i in commands) \
+        agreed = intent in QUERIES and text == readings[0] and all(i == intent for _, i in commands) \
             and len({answer(t) for t, _ in commands}) == 1
         return Meant(text, intent, agreed)
     if mine == "calc" and any(i == "calc" and answer(t) != answer(chosen) for t, i in commands):
