@@ -82,7 +82,8 @@ async def test_barge_in_mid_generation_aborts_the_runtime_and_the_next_request_i
 
     assert "barge_in" in r.types()
     assert r.first("playback_finished")["interrupted"] is True
-    assert counters.standin_count(b"aborts") >= 1 and counters.standin_count(b"kv_clears") >= 1
+    turns = [(t["transcript"], t["reply"]) for t in r.summary["turns"]]  # what each turn heard and said
+    assert counters.standin_count(b"aborts") >= 1 and counters.standin_count(b"kv_clears") >= 1, (turns, r.types())
     assert 0 < counters.standin_count(b"tokens") < 160  # both replies together: the long one was cut short
     assert llm.last_abort_s is not None and llm.last_abort_s < 1.0
     assert tts.npu.waited_s.get("tts", 0.0) > 0  # the TTS took its NPU turns between the LLM's tokens
