@@ -48,11 +48,11 @@ class ScriptedAsr:
             self.heard[-1] = samples
         else:
             self.heard.append(samples)
+        if not again:  # taken at the call: a speculation cancelled at the await below still heard it
+            self._last_text = self.texts.pop(0) if self.texts else ""
         await asyncio.sleep(0)
         if self.fail is not None:
             raise self.fail
-        if not again:
-            self._last_text = self.texts.pop(0) if self.texts else ""
         return self._last_text
 
 
