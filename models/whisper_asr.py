@@ -307,14 +307,11 @@ class WhisperAsr:
 
     def _generate(self, encoded: Any, prompts: list[list[int]], new_tokens: int, stop: threading.Event,
                   temperature: float) -> tuple[str, float, float]:
-        found: list[Hypothesis] = []
-        no_speech = 0.0
-        for prompt in prompts:
-            if found and len(_content(self._t2s.convert(found[0][0]))) > RESCORED_CHARS:
+        found, no_speech = self._hypotheses(encoded, prompts[0], new_tokens, stop, temperature)
+        for prompt in prompts[1:]:
+            if len(_content(self._t2s.convert(found[0][0]))) > RESCORED_CHARS:
                 break  # too long to be weighed: the first prompt's reading stands, the others are not needed
-            more, said = self._hypotheses(encoded, prompt, new_tokens, stop, temperature)
-            no_speech = said if not found else no_speech  # the first prompt's, as with one
-            found += more
+            found += self._hypotheses(encoded, prompt, new_tokens, stop, temperature)[0]
         rescorer = self.rescorer
         ranked: list[Hypothesis] = []
         text = (rescored(found, rescorer, self.rescore_weight, self._t2s.convert, self._weighed, ranked)[0]
