@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from assistant.audio.wav import read_wav
 from assistant.config import load
 from models.assets import Assets
-from models.whisper_asr import WhisperAsr
+from models.whisper_asr import WhisperAsr, repeats
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
@@ -112,8 +112,8 @@ async def run(show: bool) -> None:
     print("| check (min mean log-prob, max no-speech prob) | real utterances asked again | non-speech stopped |")
     print("|---|---|---|")
     for lo, ns in ((-0.8, 0.6), (-1.0, 0.8), (-1.2, 0.9)):
-        asked = sum(lp < lo or n > ns for _, t, lp, n in speech if t)
-        stopped = sum(not t or lp < lo or n > ns for _, t, lp, n in other)
+        asked = sum(lp < lo or n > ns and repeats(t) for _, t, lp, n in speech if t)
+        stopped = sum(not t or lp < lo or n > ns and repeats(t) for _, t, lp, n in other)
         print(f"| {lo}, {ns} | {asked} of {len(speech)} | {stopped} of {len(other)} |")
     for asr in asrs:
         asr.close()

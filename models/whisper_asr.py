@@ -21,8 +21,11 @@ weighed again by a language model that knows Chinese: each one's Whisper log-pro
 ``rescore_weight`` times the language model's (公子是哪个国家的人 gives way to 孔子…, 首度 to 首都).
 (The short-window path only: an utterance near 30 s, or one the short window sends looping, keeps
 faster-whisper's first.) A transcript Whisper itself doubts — mean token log-probability below
-``min_avg_logprob``, or a no-speech probability above ``max_no_speech_prob`` — is returned empty,
-so the assistant asks again instead of answering something that was not said.
+``min_avg_logprob``, or a no-speech probability above ``max_no_speech_prob`` in a transcript that
+loops or stutters as Whisper's readings of noise do — is returned empty, so the assistant asks again
+instead of answering something that was not said. A high no-speech probability alone is no doubt,
+as in Whisper's own rule (which wants a low log-probability as well): a request cut short after its
+last syllable can score 0.85 and be heard right (太阳系有几颗行星, mean −0.62).
 
 ``char_logprob(text)`` says how likely the rescoring model finds a transcript as Mandarin: its mean
 log-probability per character. Most near-misses Whisper is sure of read as nonsense to it (胎红又几种颜色
@@ -369,7 +372,7 @@ class WhisperAsr:
         if _echoes_prompt(text, self.initial_prompt) or _echoes_hotwords(text, self.hotwords):
             log.info("transcript is Whisper's own prompt or command words: asking again", text=text[:40])
             return ""
-        if text and (mean < self.min_avg_logprob or no_speech > self.max_no_speech_prob):
+        if text and (mean < self.min_avg_logprob or no_speech > self.max_no_speech_prob and repeats(text)):
             log.info("transcript too uncertain: asking again", text=text, avg_logprob=round(mean, 2),
                      no_speech_prob=round(no_speech, 2))
             return ""
@@ -450,6 +453,12 @@ def _looped(text: str) -> bool:
     """Whisper repeating a phrase over and over (切换前事切换前事…), told by how well it compresses."""
     data = text.encode("utf-8")
     return len(data) > 24 and len(data) / len(zlib.compress(data)) > MAX_COMPRESSION
+
+
+def repeats(text: str) -> bool:
+    """What Whisper makes of noise it takes for speech: a phrase looping (试试 试试 试试…) or a
+    stutter (请请请)."""
+    return _looped(text) or _stutters(_content(text))
 
 
 def _echoes_prompt(text: str, prompt: str) -> bool:

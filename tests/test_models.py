@@ -121,6 +121,32 @@ def test_whisper_gets_the_command_words_as_context_and_asks_again_when_unsure():
         asr.close()
 
 
+@pytest.mark.slow
+def test_noise_whisper_takes_for_speech_is_asked_again():
+    folder = Assets([SHARED / "models"]).folder("whisper-base")
+    asr = WhisperAsr(folder, hotwords="切换前视 换一首歌", min_avg_logprob=-1.0, max_no_speech_prob=0.8)
+    asr.load()
+    noise = (0.1 * np.random.default_rng(7).standard_normal(32000)).astype(np.float32)
+    try:
+        assert asyncio.run(asr.transcribe(noise)) == ""
+        mean, no_speech = asr.last_scores
+        # sure of its reading (作词作曲 作曲 作曲…), which loops: the no-speech probability has the say
+        assert mean > -1.0 and no_speech > 0.8
+    finally:
+        asr.close()
+
+
+def test_a_high_no_speech_probability_alone_is_no_doubt():
+    asr = WhisperAsr(Path("unloaded"), min_avg_logprob=-1.0, max_no_speech_prob=0.8)
+    # a spoken request cut right after its last syllable, heard right (the spoken evaluation's scores)
+    assert asr._checked("太阳系有几颗行星", -0.62, 0.85) == "太阳系有几颗行星"
+    # what Whisper makes of noise loops or stutters: asked again
+    assert asr._checked("试试 试试 试试 试试试试试试试试试试试试", -0.10, 0.85) == ""
+    assert asr._checked("请请请", -0.12, 0.95) == ""
+    assert asr._checked("请请请", -0.12, 0.30) == "请请请"  # a stutter Whisper takes for speech stands
+    assert asr._checked("太阳系有几颗行星", -1.20, 0.10) == ""  # a doubted decoding is asked again
+
+
 def test_a_recited_hot_word_list_is_not_a_transcript():
     from models.whisper_asr import _echoes_hotwords
 
