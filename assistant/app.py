@@ -28,6 +28,7 @@ from models.protocols import Backends
 from states.session import Session, Tap
 
 if TYPE_CHECKING:
+    from assistant.answerer import Answerer
     from assistant.respond import Responder
     from assistant.tools.answers import Tools
     from assistant.wyoming.handler import Services
@@ -62,7 +63,7 @@ class Parts:
     tools: Tools | None = None
     phrase_cache: PhraseCache | None = None
     responder: Responder | None = None  # who answers; by default the tools and the guarded LLM
-
+    answerer: Answerer | None = None  # who hears and answers in their place (a satellite's Home Assistant)
 
     def pids(self) -> dict[str, int | None]:
         """The processes of this conversation (the inference worker's, if it has one), for the status page."""
@@ -74,7 +75,7 @@ class Parts:
         """A session on this front end's clock and audio (refuses a set-up it cannot run), its state on
         every log line, and the slow-turn watchdog on its events when the models are in a worker."""
         session = Session(self.cfg, clock, bus, source, sink, self.backends, self.phrase_cache, tap=tap,
-                          tools=self.tools, now=now, responder=self.responder)
+                          tools=self.tools, now=now, responder=self.responder, answerer=self.answerer)
         logs.follow_state(lambda: session.state)
         worker, w = self.backends.worker, self.cfg.worker
         if worker is not None and w.slow_turns:
@@ -155,16 +156,16 @@ def satellite_config(cfg: Config) -> Config:
 
 @contextmanager
 def satellite(cfg: Config, link: HaLink) -> Iterator[Parts]:
-    """A satellite's parts: the ears here (VAD, keyword spotter, end-of-turn model), the rest a Home
-    Assistant pipeline behind ``link``; its replies are Home Assistant's, spoken as they come."""
-    from assistant.respond import Responder
+    """A satellite's parts: the ears here (VAD, keyword spotter, end-of-turn model) and no ASR, LLM or
+    TTS; a Home Assistant pipeline behind ``link`` hears and answers each request, and its replies
+    are Home Assistant's audio, spoken as they come."""
+    from assistant.wyoming.link import HomeAnswerer
 
     cfg = satellite_config(cfg)
     assets = build.assets_for(cfg)
-    models = Backends(vad=build.vad(cfg, assets), asr=link.asr, llm=link.llm, tts=link.tts,
-                      kws=build.kws(cfg, assets), turn=build.turn(cfg, assets))
+    models = Backends(vad=build.vad(cfg, assets), kws=build.kws(cfg, assets), turn=build.turn(cfg, assets))
     with loaded(*models.all()):
-        yield Parts(cfg, models, responder=Responder(link.llm, None, guarded=False, honest_limits=False))
+        yield Parts(cfg, models, answerer=HomeAnswerer(link))
 
 
 @dataclass

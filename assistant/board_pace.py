@@ -272,6 +272,8 @@ class PacedTts(_Paced):
 def paced(models: Backends, board: BoardTime, timings: Timings, asr_window_s: float) -> Backends:
     """``models`` with the ASR, LLM, TTS and turn model taking board time. The CPU gate is left out:
     it keeps the desktop's LLM off the TTS's CPU cores, and the board's LLM is on the NPU."""
+    if models.asr is None or models.llm is None or models.tts is None:
+        raise ValueError("board_pace: a prediction paces the local ASR, LLM and TTS, and one is missing")
     turn = PacedTurn(models.turn, board, timings) if models.turn is not None else None
     return replace(models, asr=PacedAsr(models.asr, board, timings, asr_window_s),
                    llm=PacedLlm(models.llm, board, timings), tts=PacedTts(models.tts, board, timings),

@@ -16,6 +16,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import structlog
@@ -30,7 +31,7 @@ from assistant.tasks import TaskScope
 from assistant.text.chunk import Chunker
 from assistant.text.normalize import normalize, protected_spans
 from models.cores import CoreGate
-from models.protocols import TextSource, Tts
+from models.protocols import TextSource
 
 log = structlog.get_logger("pipeline")
 
@@ -73,6 +74,21 @@ class FixedText:
         yield self.text
 
 
+class Voice(Protocol):
+    """What speaks each chunk of a reply: the TTS, or audio made already (a ``Recording``, a satellite's
+    reply from Home Assistant), which can say one thing only: the one chunk of a ``whole_reply``."""
+
+    sample_rate: int
+
+    def synthesize(self, text: str) -> AsyncIterator[Samples]:
+        """Stream the audio of ``text`` piece by piece at ``sample_rate``."""
+        ...
+
+    def stop(self) -> None:
+        """Stop at the next piece."""
+        ...
+
+
 class Recording:
     """Audio made earlier, in place of the TTS (the apology said while there is no worker to speak).
 
@@ -81,10 +97,6 @@ class Recording:
 
     def __init__(self, audio: Samples, sample_rate: int) -> None:
         self.audio, self.sample_rate = audio, sample_rate
-
-    def load(self) -> None: ...
-
-    def close(self) -> None: ...
 
     def stop(self) -> None: ...
 
@@ -95,7 +107,7 @@ class Recording:
 class SpeechPipeline:
     """One reply's text-to-speech pipeline; ``run()`` returns when the last chunk has been queued."""
 
-    def __init__(self, source: TextSource, tts: Tts, sink: AudioSink, bus: EventBus, options: PipelineOptions,
+    def __init__(self, source: TextSource, tts: Voice, sink: AudioSink, bus: EventBus, options: PipelineOptions,
                  on_first_audio: Callable[[], None], cache: PhraseCache | None = None,
                  on_text: Callable[[str], None] | None = None, cores: CoreGate | None = None) -> None:
         self.source, self.tts, self.sink, self.bus = source, tts, sink, bus

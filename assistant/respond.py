@@ -27,6 +27,7 @@ from models.protocols import scored_reply
 if TYPE_CHECKING:
     from assistant.config import Config
     from assistant.decide import Conversation, Decision, Rules
+    from assistant.pipeline import Voice
     from assistant.text.hotwords import HotwordCorrector
     from assistant.tools.answers import Tools
     from assistant.tools.home import HomeAssistant
@@ -46,9 +47,10 @@ SAY_AGAIN = "好的，请再说一遍。"
 class Answer:
     """What will speak the reply, and why."""
 
-    source: TextSource  # a FixedText for a tool's answer, else the (guarded) LLM
+    source: TextSource  # a FixedText for a tool's answer, else the (guarded) LLM, or a remote pipeline's reply
     text: str  # the request after hot-word correction
     intent: str | None  # the tool's intent, or None for the LLM
+    voice: Voice | None = None  # the reply's own audio (a remote pipeline's), spoken in place of the local TTS
 
     @property
     def acted(self) -> bool:

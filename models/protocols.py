@@ -261,12 +261,14 @@ class Worker(Protocol):
 
 @dataclass
 class Backends:
-    """The models a session uses, one per kind (the KWS only in keyword mode)."""
+    """The models a session uses, one per kind (the KWS only in keyword mode). A satellite has only
+    the small ones it runs itself: a remote pipeline hears, answers and speaks in place of the ASR,
+    the LLM and the TTS."""
 
     vad: Vad
-    asr: Asr
-    llm: Llm
-    tts: Tts
+    asr: Asr | None = None
+    llm: Llm | None = None
+    tts: Tts | None = None
     kws: Kws | None = None
     turn: Turn | None = None  # the end-of-turn model, if endpointing uses one
     cores: CoreGate | None = None  # held while a reply's first audio is made (the LLM waits meanwhile)

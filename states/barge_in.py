@@ -59,7 +59,7 @@ async def barge_in(session: TurnContext, reason: Reason, onset: int | None) -> N
     timing = reply.timing(onset) if reply is not None and onset is not None else {}
     log.info("barge-in", reason=reason, stop_ms=round((time.perf_counter() - decided) * 1000, 1),
              continues=resume_from is not None, **timing)
-    if reply is not None and resume_from is not None and reply.answer is not None:
+    if reply is not None and resume_from is not None and reply.answer is not None and session.responder is not None:
         session.responder.withdraw(reply.answer.text)  # its reply was to half a request
     if reason is Reason.STOP_WORD:
         await session.fire(inputs.Stop(onset))

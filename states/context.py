@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     import asyncio
 
+    from assistant.answerer import Answerer
     from assistant.audio.history import AudioHistory
     from assistant.audio.protocols import AudioSink, Samples
     from assistant.clock import SampleClock
@@ -62,7 +63,8 @@ class TurnContext(Protocol):
     models: Backends
     echo: EchoDefence
     history: AudioHistory  # what the states hear: the microphone through AEC3
-    responder: Responder
+    answerer: Answerer  # hears each request and answers it
+    responder: Responder | None  # the local answerer's, with its memory of the conversation; None on a satellite
     tools: Tools | None
     phrase_cache: PhraseCache | None
     vad_window: int  # samples per VAD window

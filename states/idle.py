@@ -4,11 +4,14 @@ The keyword spotter fires a little after the wake word ends. If the speaker goes
 ("小智小智，现在几点"), the request is in the same run of speech: listening is told where that run
 began, and keeps it if the speech goes on (the wake word is taken off the transcript later).
 The earcon is played only if the speaker has paused. With ``wake.verify`` a second stage checks
-the spotter: the ASR must hear the wake word in the audio just before it fired. Once a second,
-idle also asks the tools for reminders that have fallen due, and speaks them unasked.
+the spotter: the ASR must hear the wake word in the audio just before it fired (a satellite, with
+no ASR of its own, has no second stage). Once a second, idle also asks the tools for reminders that
+have fallen due, and speaks them unasked.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -20,6 +23,9 @@ from assistant.text.echo_match import match
 from states.inputs import Input, Remind, Wake
 from states.onset import OnsetDetector
 from states.state import State, VadWindow
+
+if TYPE_CHECKING:
+    from models.protocols import Asr
 
 log = structlog.get_logger("idle")
 
@@ -63,9 +69,9 @@ class Idle(State):
         s = self.session
         if s.cfg.wake.mode != "keyword" or keyword not in s.cfg.wake.keywords:
             return  # a stop word, with nothing to stop
-        if s.cfg.wake.verify:
+        if s.cfg.wake.verify and (asr := s.models.asr) is not None:
             if not self.tasks.active:
-                self.tasks.spawn(self._verify(keyword, self.run_start, s.clock.samples), "verify")
+                self.tasks.spawn(self._verify(asr, keyword, self.run_start, s.clock.samples), "verify")
             return
         await self._wake(keyword, self.run_start)
         await s.fire(Wake(speech_from=self.run_start))
@@ -82,11 +88,11 @@ class Idle(State):
             # echo canceller would suppress the speech under it.
             log.debug("earcon skipped: the speaker goes on")
 
-    async def _verify(self, keyword: str, speech_from: int | None, fired_at: int) -> None:
+    async def _verify(self, asr: Asr, keyword: str, speech_from: int | None, fired_at: int) -> None:
         """The second stage, in a task the state owns: wake only if the ASR hears the keyword too."""
         s, rate = self.session, self.session.cfg.audio.sample_rate
         window = s.history.slice(fired_at - int(s.cfg.wake.verify_window_s * rate), fired_at)
-        heard = await s.models.asr.transcribe(resample(window, rate, s.models.asr.sample_rate))
+        heard = await asr.transcribe(resample(window, rate, asr.sample_rate))
         score = match(keyword, [heard]).score
         if score < VERIFY_SIMILARITY:
             log.info("wake word not confirmed by the ASR", keyword=keyword, heard=heard, score=round(score, 2))

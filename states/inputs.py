@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class Speculation:
-    """An ASR run started before the endpoint, on the speech up to ``speech_end``."""
+    """A transcription (the answerer hearing the speech) started before the endpoint, on the speech
+    up to ``speech_end``."""
 
     speech_end: int
     task: asyncio.Task[str]

@@ -11,8 +11,8 @@ has lasted ``vad.turn_min_silence_ms`` (the model is asked early so that its ans
 speculative ASR beside it, is in by then); "not yet" leaves it open (asked again after each further
 ``turn_check_ms``) up to ``vad.turn_max_silence_ms``. If the model fails, that silence ends the turn.
 
-Speculative start: once the speaker has been quiet for ``vad.speculative_silence_ms`` the ASR
-starts on the speech so far; if no more speech comes before the endpoint, the reply uses that
+Speculative start: once the speaker has been quiet for ``vad.speculative_silence_ms`` the answerer
+starts hearing the speech so far; if no more speech comes before the endpoint, the reply uses that
 transcript and the ASR's time is hidden in the endpoint silence.
 """
 
@@ -181,8 +181,7 @@ class Listening(State):
         if ep.silence >= spec_ms * s.cfg.audio.sample_rate // 1000:
             rate = s.cfg.audio.sample_rate
             audio = s.heard(self._speech_from(ep.onset, s.clock.samples), s.clock.samples)
-            asr = s.models.asr
-            task = asyncio.create_task(asr.transcribe(resample(audio, rate, asr.sample_rate)), name="asr:speculative")
+            task = asyncio.create_task(s.answerer.hear(audio, rate), name="asr:speculative")
             self.speculation = Speculation(ep.speech_end, task)
             log.debug("speculative transcription started", audio_s=round(len(audio) / rate, 2))
 
@@ -192,7 +191,7 @@ class Listening(State):
         if spec is None or spec.warmed or not spec.task.done() or not s.cfg.llm.prefill:
             return
         spec.warmed = True
-        if spec.task.cancelled() or spec.task.exception() is not None:
+        if spec.task.cancelled() or spec.task.exception() is not None or s.responder is None:
             return
         s.responder.warm(s.request_text(spec.task.result().strip()))
 

@@ -1,8 +1,11 @@
-"""One reply: transcribe the utterance, then speak the LLM's answer while it is still being written.
+"""One reply: hear the utterance, then speak the answer while it is still being written.
 
-The transcript may already be on its way (a speculative ASR run started before the endpoint). A
-wake word at its front is taken off; a transcript that is the assistant's own words, heard while or
-just after it spoke, is dropped (the transcript layer of the echo defence).
+The session's answerer (``assistant/answerer.py``) hears the utterance and answers it: here, the ASR
+and the responder, the reply spoken by the local TTS; on a satellite, Home Assistant, whose answer
+brings its own audio. The transcript may already be on its way (the answerer started hearing the
+speech before the endpoint). A wake word at its front is taken off; a transcript that is the
+assistant's own words, heard while or just after it spoke, is dropped (the transcript layer of the
+echo defence).
 
 A ``Reply`` is the turn's handle. Thinking starts it and speaking lets it run on; leaving either
 for anything but speaking interrupts it. Two futures say how far it got: ``first_audio`` (the
@@ -11,7 +14,8 @@ set exactly once, at ``_end``, the one place a reply ends and posts the input th
 
 ``interrupt()`` is the single way a reply ends early, in this order: cancel and await the tasks (the
 LLM and TTS are told to stop in flight), clear the sink's buffer, wait (bounded) for playback to
-stop, then report ``PlaybackFinished(interrupted=True)``.
+stop, then report ``PlaybackFinished(interrupted=True)``. The answerer is told to give up the
+utterance too (the transcription in flight, or Home Assistant's run).
 """
 
 from __future__ import annotations
@@ -24,19 +28,19 @@ from typing import TYPE_CHECKING
 import structlog
 
 from assistant.audio.protocols import Samples
-from assistant.audio.resample import resample
 from assistant.events import Error, PlaybackFinished, ToolAnswered, Transcript
 from assistant.pipeline import FixedText, PipelineOptions, Recording, SpeechPipeline
 from assistant.respond import NOT_HEARD
 from assistant.tasks import TaskScope
 from assistant.text.echo_match import syllables
-from models.protocols import APOLOGY, WorkerLost, char_logprob, readings
+from models.protocols import APOLOGY, ModelError, WorkerLost
 from states.inputs import FirstAudio
 from states.outcome import NEXT, Ended, Outcome
 
 if TYPE_CHECKING:
+    from assistant.pipeline import Voice
     from assistant.respond import Answer
-    from models.protocols import TextSource, Tts
+    from models.protocols import TextSource
     from states.context import TurnContext
     from states.inputs import Speculation
 
@@ -108,8 +112,9 @@ class Reply:
             if text != heard:
                 log.debug("wake word taken off the transcript", heard=heard)
             s.bus.publish(Transcript(text=text))
-            if not heard and len(utterance) >= UNHEARD_MIN_S * s.cfg.audio.sample_rate:
-                log.info("speech, but the ASR made nothing of it: asking again")  # rather than a guess
+            if not heard and len(utterance) >= UNHEARD_MIN_S * s.cfg.audio.sample_rate and s.models.tts is not None:
+                # rather than a guess (a satellite has no voice of its own to ask with)
+                log.info("speech, but the ASR made nothing of it: asking again")
                 s.echo.reply_started()
                 await self._speak(FixedText(NOT_HEARD), "")
                 return
@@ -125,17 +130,14 @@ class Reply:
                 self._end(Ended.STOP_WORD)
                 return
             self.stage = Stage.TOOL
-            spoken_s = len(utterance) / s.cfg.audio.sample_rate
-            likely = await char_logprob(s.models.asr, text)
-            others = await readings(s.models.asr, text)
             # a tool's answer is saved here
-            answer = s.responder.answer(text, spoken_s=spoken_s, char_logprob=likely, readings=others)
+            answer = await s.answerer.answer(text, len(utterance) / s.cfg.audio.sample_rate)
             self.answer = answer
             if answer.intent is not None:
                 s.bus.publish(ToolAnswered(intent=answer.intent))
             self.stage = Stage.REPLY
             s.echo.reply_started()
-            await self._speak(answer.source, answer.text)
+            await self._speak(answer.source, answer.text, answer.voice)
         except asyncio.CancelledError:
             raise
         except WorkerLost as exc:
@@ -183,21 +185,27 @@ class Reply:
         except Exception as again:
             self._failed(again)
 
-    async def _speak(self, source: TextSource, question: str, tts: Tts | None = None) -> None:
-        """The reply from ``source`` through the speech pipeline, then wait for it to be heard."""
+    async def _speak(self, source: TextSource, question: str, voice: Voice | None = None) -> None:
+        """The reply from ``source`` through the speech pipeline, then wait for it to be heard. It is
+        spoken by the local TTS, or by ``voice``: audio made already, which says it in one piece."""
         s = self.session
         options = PipelineOptions.from_config(s.cfg)
-        if tts is not None:
+        if voice is not None:
             options = replace(options, whole_reply=True, early_first=False)  # one recording: one chunk
-        self.pipeline = SpeechPipeline(source, tts or s.models.tts, s.sink, s.bus, options, self._first_audio,
+        speaker = voice or s.models.tts
+        if speaker is None:
+            raise ModelError("no TTS here to speak the reply with")
+        self.pipeline = SpeechPipeline(source, speaker, s.sink, s.bus, options, self._first_audio,
                                        cache=s.phrase_cache, cores=s.models.cores)
         try:
             await self.pipeline.run(question)
         finally:
-            s.responder.said(self.pipeline.reply_text)  # as far as it got: for "再说一遍"
+            if s.responder is not None:
+                s.responder.said(self.pipeline.reply_text)  # as far as it got: for "再说一遍"
         self.stage = Stage.PLAYBACK
         await s.sink.wait_playout()
-        s.responder.finished()
+        if s.responder is not None:
+            s.responder.finished()
         if self.playback_started:
             s.bus.publish(PlaybackFinished(interrupted=False))
         self._end(Ended.SPOKEN)
@@ -215,10 +223,9 @@ class Reply:
 
     async def _transcribe(self, utterance: Samples) -> str:
         s = self.session
-        asr = s.models.asr
         text = await self._speculated()
         if text is None:
-            text = await asr.transcribe(resample(utterance, s.cfg.audio.sample_rate, asr.sample_rate))
+            text = await s.answerer.hear(utterance, s.cfg.audio.sample_rate)
         return text.strip()
 
     async def _speculated(self) -> str | None:
@@ -279,7 +286,7 @@ class Reply:
         try:
             if self.speculation is not None:
                 self.speculation.task.cancel()
-            s.models.asr.stop()
+            s.answerer.stop()
             if self.pipeline is not None:
                 await self.pipeline.stop()
             await self.tasks.cancel()
@@ -290,7 +297,8 @@ class Reply:
                     await asyncio.wait_for(s.sink.wait_playout(), timeout)
                 except TimeoutError:
                     log.warning("playback did not stop in time", waited_s=timeout)
-                s.responder.finished()
+                if s.responder is not None:
+                    s.responder.finished()
                 s.bus.publish(PlaybackFinished(interrupted=True))
         finally:
             self._end(Ended.INTERRUPTED)  # even if this was cancelled on the way: done is always set

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from assistant import respond
+from assistant.answerer import Answerer, LocalAnswerer
 from assistant.audio.history import AudioHistory
 from assistant.audio.protocols import AudioSink, AudioSource, Samples
 from assistant.clock import SampleClock
@@ -56,7 +57,8 @@ class Session:
     def __init__(self, cfg: Config, clock: SampleClock, bus: EventBus, source: AudioSource,
                  sink: AudioSink, backends: Backends, phrase_cache: PhraseCache | None = None,
                  tap: Tap | None = None, tools: Tools | None = None,
-                 now: Callable[[], datetime] | None = None, responder: respond.Responder | None = None) -> None:
+                 now: Callable[[], datetime] | None = None, responder: respond.Responder | None = None,
+                 answerer: Answerer | None = None) -> None:
         if cfg.wake.mode == "keyword" and backends.kws is None:
             raise ModelError("wake.mode is 'keyword' but no keyword-spotting backend is configured")
         self.cfg, self.clock, self.bus = cfg, clock, bus
@@ -65,7 +67,7 @@ class Session:
         self.tap = tap
         self.tools = tools
         self.now = now or (lambda: datetime.now().astimezone())  # local wall time, for the tools
-        self.responder = responder or respond.for_config(cfg, backends.llm, tools, self.now)
+        self.responder, self.answerer = self._answerer(answerer, responder, backends)
         self.noise_guard = NoiseGuard(cfg.audio.sample_rate) if cfg.vad.noise_guard else None
         rate = cfg.audio.sample_rate
         held = int((cfg.listening.max_utterance_s + 5) * rate)
@@ -84,6 +86,17 @@ class Session:
         self.states: dict[str, State] = {
             s.name: s for s in (Idle(self), Listening(self), Thinking(self), Speaking(self))}
         machine.attach(self)
+
+    def _answerer(self, answerer: Answerer | None, responder: respond.Responder | None,
+                  backends: Backends) -> tuple[respond.Responder | None, Answerer]:
+        """Who answers: ``answerer`` if given (a remote pipeline, with its own memory of the
+        conversation), else the ASR here and ``responder`` (by default the configured one)."""
+        if answerer is not None:
+            return responder, answerer
+        if backends.asr is None:
+            raise ModelError("no ASR to hear requests with, and no answerer to hear them instead")
+        responder = responder or respond.for_config(self.cfg, backends.llm, self.tools, self.now)
+        return responder, LocalAnswerer(backends.asr, responder)
 
     # -- called by the machine ------------------------------------------------------------------
     def follow_up_enabled(self, _: Any) -> bool:

@@ -8,7 +8,7 @@ answers with a reply text and audio, as Home Assistant does, then waits for ``pl
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,10 +30,13 @@ from wyoming.vad import VoiceStarted, VoiceStopped
 
 from assistant import app, backends
 from assistant.app import Parts
+from assistant.audio.replay import ReplayDevice
 from assistant.audio.resample import resample
 from assistant.audio.wav import NullSink, read_wav
+from assistant.clock import SampleClock
+from assistant.events import EventBus
 from assistant.replay import replay
-from assistant.wyoming.link import HaLink
+from assistant.wyoming.link import HaLink, HomeAnswerer
 from assistant.wyoming.pcm import chunks
 from assistant.wyoming.satellite import Satellite, home_status
 from models.protocols import Asr, ModelError
@@ -215,39 +218,92 @@ def test_nothing_on_a_satellite_transcribes_on_its_own() -> None:
     assert not cfg.tts.streaming and not cfg.tts.phrase_cache  # the reply is Home Assistant's audio, whole
 
 
-async def test_what_home_assistant_still_sends_for_a_given_up_request_is_not_played() -> None:
-    """Runs are answered in order: the late answer of an abandoned run goes to that run, not the next."""
+def test_a_satellite_runs_no_asr_llm_or_tts_of_its_own() -> None:
+    """Home Assistant hears, answers and speaks: the satellite's parts are its ears (VAD, keyword
+    spotter, end-of-turn model) and the answerer that sends each request to Home Assistant."""
+    link = HaLink(5.0)
+    cfg = make_config("wake.mode='keyword'", "wake.keywords=['小智']", "vad.turn_model=true")
+    with app.satellite(cfg, link) as parts:
+        models = parts.backends
+        assert (models.asr, models.llm, models.tts, parts.responder) == (None, None, None, None)
+        assert models.kws is not None and models.turn is not None
+        assert models.all() == [models.vad, models.kws, models.turn]
+        assert not [m for m in models.all() for name in ("transcribe", "reply", "synthesize") if hasattr(m, name)]
+        assert isinstance(parts.answerer, HomeAnswerer) and parts.answerer.link is link
+        clock = SampleClock(16000)
+        device = ReplayDevice(np.zeros(16000, np.float32), clock, parts.cfg.audio.chunk_samples)
+        session = parts.session(clock, EventBus(clock), device, device.speaker)
+        assert session.answerer is parts.answerer and session.responder is None
+
+
+def home_assistant(link: HaLink, *answers: list[Event]) -> tuple[list[Event], Callable[[Event], Awaitable[None]]]:
+    """What the satellite sends, and a connection on which Home Assistant answers each run with the
+    next of ``answers`` once the run's utterance has been sent."""
     sent: list[Event] = []
+    left = iter(answers)
 
     async def send(event: Event) -> None:
         sent.append(event)
+        if AudioStop.is_type(event.type):
+            for answer in next(left, []):
+                link.receive(answer)
 
+    return sent, send
+
+
+def spoken(text: str, level: float, samples: int) -> list[Event]:
+    """Home Assistant's reply ``text`` and its audio (``samples`` at 16 kHz, all at ``level``)."""
+    return [Synthesize(text=text).event(), AudioStart(rate=16000, width=2, channels=1).event(),
+            *[c.event() for c in chunks(np.full(samples, level, np.float32), 16000)], AudioStop().event()]
+
+
+async def test_what_home_assistant_still_sends_for_a_given_up_request_is_not_played() -> None:
+    """Runs are answered in order: the late answer of an abandoned run goes to that run, not the next."""
     link = HaLink(5.0)
+    late = spoken("第一个回答", 0.2, 3200)  # the first run's reply, come in after the second run began
+    sent, send = home_assistant(link, [Transcript(text="第一").event()],
+                                [*late, Transcript(text="第二").event(), *spoken("第二个回答", 0.1, 1600)])
     link.attach(send)
-    first = await link.start(np.zeros(1600, np.float32))
-    link.receive(Transcript(text="第一").event())
-    link.abandon()  # a barge-in: the first reply is not wanted any more
-    second = await link.start(np.zeros(1600, np.float32))
-    for event in (Synthesize(text="第一个回答").event(), AudioStart(rate=16000, width=2, channels=1).event(),
-                  *[c.event() for c in chunks(np.full(3200, 0.2, np.float32), 16000)], AudioStop().event(),
-                  Transcript(text="第二").event(), Synthesize(text="第二个回答").event(),
-                  AudioStart(rate=16000, width=2, channels=1).event(),
-                  *[c.event() for c in chunks(np.full(1600, 0.1, np.float32), 16000)], AudioStop().event()):
-        link.receive(event)
-    assert second.transcript.result() == "第二"
-    assert first.transcript.result() == "第一" and first.reply.result() == "第一个回答"
-    assert [piece async for piece in link.llm.reply("")] == ["第二个回答"]
-    audio = np.concatenate([piece async for piece in link.tts.synthesize("")])
+    answerer = HomeAnswerer(link)
+    assert await answerer.hear(np.zeros(1600, np.float32), 16000) == "第一"
+    first = link.current
+    answerer.stop()  # a barge-in: the first reply is not wanted any more
+    assert await answerer.hear(np.zeros(1600, np.float32), 16000) == "第二"
+    answer = await answerer.answer("第二", 0.1)
+    assert first is not None and first.abandoned and first.reply.result() == "第一个回答"
+    assert (answer.text, answer.intent) == ("第二", None)
+    assert [piece async for piece in answer.source.reply("第二")] == ["第二个回答"]
+    assert answer.voice is not None and answer.voice.sample_rate == 24000
+    audio = np.concatenate([piece async for piece in answer.voice.synthesize("第二个回答")])
     assert abs(len(audio) - 2400) <= 2 and abs(float(audio.mean()) - 0.1) < 0.01  # the second's, at 24 kHz
-    assert [e.type for e in sent].count("run-pipeline") == 2
+    assert [e.type for e in sent].count("run-pipeline") == 2 and not link.runs
+
+
+async def test_an_error_from_home_assistant_mid_reply_fails_the_reply() -> None:
+    link = HaLink(5.0)
+    _, send = home_assistant(link, [Transcript(text="开灯").event(), Synthesize(text="好的").event(),
+                                    AudioStart(rate=16000, width=2, channels=1).event(),
+                                    Error(text="TTS failed", code="tts-failed").event()])
+    link.attach(send)
+    answerer = HomeAnswerer(link)
+    assert await answerer.hear(np.zeros(1600, np.float32), 16000) == "开灯"
+    answer = await answerer.answer("开灯", 0.1)
+    assert [piece async for piece in answer.source.reply("开灯")] == ["好的"]
+    assert answer.voice is not None
+    with pytest.raises(ModelError, match="Home Assistant: TTS failed"):
+        [piece async for piece in answer.voice.synthesize("好的")]
 
 
 async def test_a_request_without_an_answer_gives_up_after_the_timeout() -> None:
-    async def send(event: Event) -> None:
-        return None
-
     link = HaLink(0.2)
+    sent, send = home_assistant(link)
     link.attach(send)
     with pytest.raises(ModelError, match="reply_timeout_s"):
-        await link.asr.transcribe(np.zeros(1600, np.float32))
+        await HomeAnswerer(link).hear(np.zeros(4800, np.float32), 48000)
     assert not link.runs  # forgotten: a late answer goes to no run
+    assert AudioStop.from_event(sent[-1]).timestamp == 100  # 0.1 s of the session's audio, sent at 16 kHz
+
+
+async def test_without_a_run_there_is_nothing_to_answer() -> None:
+    with pytest.raises(ModelError, match="no Home Assistant pipeline run"):
+        await HomeAnswerer(HaLink(5.0)).answer("你好", 0.5)

@@ -1,13 +1,14 @@
 """A satellite's link to Home Assistant: each request is one run of a Home Assistant voice pipeline.
 
 The hands-free session stays on the satellite (wake word, endpointing, echo defence, barge-in,
-playback); Home Assistant hears the utterance, decides and answers. The link shows that to the
-session as its three remote models, one pipeline run behind them:
+playback); Home Assistant hears the utterance, decides and answers. The link plugs in where the
+session turns an utterance into an answer (``assistant/answerer.py``), as its ``HomeAnswerer``:
 
-- ``asr``: ``transcribe(utterance)`` sends ``run-pipeline`` (from speech to text to speech) with the
-  utterance, cut by the satellite's own endpointing, and returns Home Assistant's ``transcript``;
-- ``llm``: ``reply()`` yields the text Home Assistant will speak (its ``synthesize`` event);
-- ``tts``: ``synthesize()`` yields Home Assistant's audio of that text, resampled for playback.
+- ``hear(utterance)`` sends ``run-pipeline`` (from speech to text to speech) with the utterance, cut
+  by the satellite's own endpointing, and returns Home Assistant's ``transcript``;
+- ``answer()`` gives the session that run's reply: the text Home Assistant will speak (its
+  ``synthesize`` event) and its audio of that text, resampled for playback, spoken in place of a TTS;
+- ``stop()`` gives the run up.
 
 Runs are answered in order, so each event goes to the oldest run still waiting for its kind. A run
 the session gave up (barge-in, its own echo, a stop word) is drained: its reply is never played.
@@ -21,7 +22,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-import numpy as np
 import structlog
 from wyoming.asr import Transcript
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
@@ -33,6 +33,8 @@ from wyoming.timer import TimerCancelled, TimerFinished, TimerStarted, TimerUpda
 from wyoming.tts import Synthesize
 
 from assistant.audio.protocols import Samples
+from assistant.audio.resample import resample
+from assistant.respond import Answer
 from assistant.wyoming.pcm import WIDTH, Incoming, chunks
 from models.protocols import ModelError
 
@@ -90,7 +92,6 @@ class HaLink:
         self.current: Run | None = None
         self.timers: dict[str, Timer] = {}
         self._numbers = iter(range(1, 1 << 62))
-        self.asr, self.llm, self.tts = PipelineAsr(self), PipelineReply(self), PipelineAudio(self)
 
     # -- the connection --------------------------------------------------------------------------
     def attach(self, send: Send) -> None:
@@ -218,50 +219,54 @@ class HaLink:
             log.debug("event ignored", kind=event.type)
 
 
-class _Remote:
-    """A model protocol's lifecycle on the link: nothing to load or close; stopping gives up the request."""
+class HomeAnswerer:
+    """The satellite's answerer: Home Assistant hears each utterance in a run of its pipeline, and
+    answers with its reply's text and audio."""
 
     def __init__(self, link: HaLink) -> None:
         self.link = link
 
-    def load(self) -> None: ...
+    async def hear(self, utterance: Samples, rate: int) -> str:
+        run = await self.link.start(resample(utterance, rate, MIC_RATE))
+        return await self.link.wait(run, run.transcript, "transcript")
 
-    def close(self) -> None: ...
+    async def answer(self, text: str, spoken_s: float) -> Answer:
+        """The run that heard ``text``: its reply, spoken in Home Assistant's voice (Home Assistant
+        has decided already; ``spoken_s`` is for an answerer that weighs the request)."""
+        run = self.link.current
+        if run is None:
+            raise ModelError("no Home Assistant pipeline run to answer from")
+        return Answer(RunText(self.link, run), text, None, voice=RunSpeech(self.link, run))
 
     def stop(self) -> None:
         self.link.abandon()
 
-    def _run(self, what: str) -> Run:
-        if self.link.current is None:
-            raise ModelError(f"no Home Assistant pipeline run to {what} from")
-        return self.link.current
 
+class RunText:
+    """The text a run answered with: the reply's text source (nothing to stop: the answerer gives the run up)."""
 
-class PipelineAsr(_Remote):
-    """The ``Asr`` protocol on Home Assistant: the transcript of a pipeline run begun with the utterance."""
+    def __init__(self, link: HaLink, run: Run) -> None:
+        self.link, self.run = link, run
 
-    sample_rate = MIC_RATE
-
-    async def transcribe(self, samples: Samples) -> str:
-        run = await self.link.start(np.asarray(samples, np.float32))
-        return await self.link.wait(run, run.transcript, "transcript")
-
-
-class PipelineReply(_Remote):
-    """The ``Llm`` protocol on Home Assistant: the text its pipeline answered with."""
+    def stop(self) -> None: ...
 
     async def reply(self, text: str) -> AsyncIterator[str]:
-        run = self._run("answer")
-        yield await self.link.wait(run, run.reply, "reply")
+        yield await self.link.wait(self.run, self.run.reply, "reply")
 
 
-class PipelineAudio(_Remote):
-    """The ``Tts`` protocol on Home Assistant: its audio of the reply, piece by piece as it arrives."""
+class RunSpeech:
+    """A run's audio of its reply, piece by piece as it arrives: the reply's voice, which says that
+    one reply only (the session speaks it whole)."""
 
     sample_rate = PLAY_RATE
 
+    def __init__(self, link: HaLink, run: Run) -> None:
+        self.link, self.run = link, run
+
+    def stop(self) -> None: ...
+
     async def synthesize(self, text: str) -> AsyncIterator[Samples]:
-        run = self._run("speak")
+        run = self.run
         while (piece := await self.link.wait(run, run.audio.get(), "audio")) is not None:
             yield piece
         if run.error is not None:
