@@ -295,9 +295,10 @@ class _Confidence:
         p /= p.sum()
         likeliest = np.argpartition(p, -ALTERNATIVES)[-ALTERNATIVES:]
         best = int(likeliest[np.argmax(p[likeliest])])
-        first = self.first_character(best) if self.first_character is not None else ""
-        if first:
-            self.steps.append(float(sum(p[t] for t in likeliest if self.first_character(int(t)) == first)))
+        spell = self.first_character
+        first = spell(best) if spell is not None else ""
+        if spell is not None and first:
+            self.steps.append(float(sum(p[t] for t in likeliest if spell(int(t)) == first)))
         else:
             self.steps.append(float(p[best]))
         return logits
