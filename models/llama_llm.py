@@ -14,21 +14,18 @@ generator of an abandoned reply is closed on the worker before the next reply st
 model is only ever touched from that one thread.
 
 Confidence: ``scored()`` streams each piece with the probability the model gave its own first
-choice at the piece's token (the lowest over its tokens, when one piece took several), counting
-with that choice every likely token that begins with the same character: 夏季 and 夏天 are one
-answer, not two halves of a doubt. A logits processor that only looks reads it from the raw
-distribution before the repeat penalty and the sampler; the caller decides what a low one means
-(the reply guard's 这个我不太确定). With ``confidence=False`` there is no processor, and every piece
-has 1.0.
+choice at the piece's token (the lowest over its tokens, when one piece took several). A logits
+processor that only looks reads it from the raw distribution before the repeat penalty and the
+sampler; the caller decides what a low one means (the reply guard's 这个我不太确定). With
+``confidence=False`` there is no processor, and every piece has 1.0.
 
 The system prompt, its examples and the short conversation history are in ``models.chat``.
 """
 
 from __future__ import annotations
 
-import functools
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -50,7 +47,6 @@ log = structlog.get_logger("llm")
 
 QWEN_05B_SHA256 = by_name("qwen2.5-coder-0.5b-instruct-q4_k_m").files[0].sha256
 QWEN_15B_SHA256 = by_name("qwen2.5-coder-1.5b-instruct-q4_k_m").files[0].sha256
-ALTERNATIVES = 10  # the likeliest tokens a step's confidence looks at (the top ones hold nearly all of it)
 
 class LlamaLlm:
     """The ``Llm`` protocol on a local GGUF chat model run by llama-cpp-python on the CPU."""
@@ -106,8 +102,6 @@ class LlamaLlm:
         """
         path = verified(self.model_path, self.expected_sha256, "llm")
         self._model = self._worker.call(self._create, path)
-        if self._confidence is not None:
-            self._confidence.first_character = _first_characters(self._model)
 
     def _create(self, path: Path) -> Llama:
         try:
@@ -281,38 +275,15 @@ class LlamaLlm:
 
 
 class _Confidence:
-    """A logits processor that changes nothing: at each step it notes how sure the model is of its
-    first choice's first character, the probability of its likeliest tokens that begin with it.
-    Synonyms share that mass rather than split it (夏季 0.14 and 夏天 0.10 are 夏, 0.24, against 春
-    at 0.14); without a ``first_character`` it is the first choice's own probability."""
+    """A logits processor that changes nothing: it notes the probability of the top choice at each step."""
 
     def __init__(self) -> None:
         self.steps: list[float] = []
-        self.first_character: Callable[[int], str] | None = None  # a token's first letter, "" if none
 
     def __call__(self, input_ids: npt.NDArray[np.intc], logits: npt.NDArray[np.single]) -> npt.NDArray[np.single]:
-        p = np.exp(logits - logits.max())
-        p /= p.sum()
-        likeliest = np.argpartition(p, -ALTERNATIVES)[-ALTERNATIVES:]
-        best = int(likeliest[np.argmax(p[likeliest])])
-        spell = self.first_character
-        first = spell(best) if spell is not None else ""
-        if spell is not None and first:
-            self.steps.append(float(sum(p[t] for t in likeliest if spell(int(t)) == first)))
-        else:
-            self.steps.append(float(p[best]))
+        top = float(logits.max())
+        self.steps.append(1.0 / float(np.exp(logits - top).sum()))
         return logits
-
-
-def _first_characters(model: Llama) -> Callable[[int], str]:
-    """A token's first letter or digit as the model spells it ("" for none, or a part of a character)."""
-
-    @functools.cache
-    def first(token: int) -> str:
-        text = model.detokenize([token]).decode("utf-8", "ignore")
-        return next((ch for ch in text if ch.isalnum()), "")
-
-    return first
 
 
 def _shared(a: Sequence[int], b: Sequence[int]) -> int:

@@ -10,7 +10,6 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from models.llama_llm import QWEN_05B_SHA256, History, LlamaLlm
@@ -210,42 +209,6 @@ async def test_each_piece_comes_with_the_models_confidence_in_it(qwen_gguf: Path
         greedy.close()
         blind.close()
 
-
-
-def test_a_steps_confidence_counts_the_synonyms_of_the_first_choice() -> None:
-    from models.llama_llm import _Confidence
-
-    spelled = {0: "夏季", 1: "夏天", 2: "春天", 3: "，", 4: "春季"}
-    probabilities = np.array([0.14, 0.10, 0.08, 0.02, 0.06, *[0.6 / 995] * 995])
-    logits = np.log(probabilities).astype(np.single)
-    plain, grouped = _Confidence(), _Confidence()
-    grouped.first_character = lambda token: spelled.get(token, "x")[0].strip("，")
-    assert plain(np.array([], np.intc), logits) is logits  # it only looks
-    grouped(np.array([], np.intc), logits)
-    assert plain.steps[0] == pytest.approx(0.14, abs=1e-6)  # without spellings: the first choice alone
-    assert grouped.steps[0] == pytest.approx(0.24, abs=1e-6)  # 夏季 and 夏天 are one answer; 春 is another
-    comma = np.log(np.array([0.05, 0.05, 0.05, 0.3, *[0.55 / 996] * 996])).astype(np.single)
-    grouped(np.array([], np.intc), comma)
-    assert grouped.steps[1] == pytest.approx(0.3, abs=1e-6)  # a first choice with no letter stands alone
-
-
-@pytest.mark.slow
-async def test_the_models_own_spelling_groups_its_choices(qwen_gguf: Path) -> None:
-    llm = LlamaLlm(qwen_gguf, temperature=0.0, max_tokens=24, history_turns=0)
-    llm.load()
-    try:
-        assert llm._confidence is not None and llm._confidence.first_character is not None
-        model = llm._model
-        assert model is not None
-        summer = model.tokenize("夏天".encode(), add_bos=False)
-        assert llm._confidence.first_character(summer[0]) == "夏"
-        grouped = [p async for p in llm.scored("哪个季节最热？")]
-        llm._confidence.first_character = None
-        alone = [p async for p in llm.scored("哪个季节最热？")]
-        # the first word of the answer has likely synonyms (夏季, 夏天): counted together it is surer
-        assert grouped[0].text == alone[0].text and grouped[0].confidence > alone[0].confidence + 0.02
-    finally:
-        llm.close()
 
 
 @pytest.mark.slow
