@@ -38,6 +38,8 @@ VARIANTS: dict[str, list[str]] = {
     "command words always": ['asr.command_bias="always"'],
     "10 s window": ["asr.window_s=10.0"],
     "30 s window": ["asr.window_s=30.0"],
+    "15 s window": ["asr.window_s=15.0"],
+    "20 s window": ["asr.window_s=20.0"],
     "10 s window, no confidence check": ["asr.window_s=10.0", "asr.min_avg_logprob=-100.0",
                                          "asr.max_no_speech_prob=1.0"],
     "no confidence check": ["asr.min_avg_logprob=-100.0", "asr.max_no_speech_prob=1.0"],
