@@ -33,6 +33,16 @@ class Answerer(Protocol):
         took ``spoken_s`` seconds to say."""
         ...
 
+    async def answer_ahead(self, text: str, spoken_s: float) -> Answer | None:
+        """``answer`` for a request that may not be over yet (the transcript of the speech so far,
+        before the endpoint): None if it cannot be answered without acting (a timer set, a device
+        switched, a remote run); else committed so that ``retract`` can undo it."""
+        ...
+
+    def retract(self) -> None:
+        """Undo the last ``answer_ahead``: the speaker went on, and its reply was never heard."""
+        ...
+
     def stop(self) -> None:
         """Give up the utterance in flight: its transcription, or the remote run answering it."""
         ...
@@ -52,6 +62,14 @@ class LocalAnswerer:
         likely = await char_logprob(self.asr, text)
         others = await readings(self.asr, text)
         return self.responder.answer(text, spoken_s=spoken_s, char_logprob=likely, readings=others)
+
+    async def answer_ahead(self, text: str, spoken_s: float) -> Answer | None:
+        likely = await char_logprob(self.asr, text)
+        others = await readings(self.asr, text)
+        return self.responder.answer_ahead(text, spoken_s=spoken_s, char_logprob=likely, readings=others)
+
+    def retract(self) -> None:
+        self.responder.retract()
 
     def stop(self) -> None:
         self.asr.stop()

@@ -170,6 +170,8 @@ class BudgetConfig:
 class DialogConfig:
     follow_up_s: float = _opt(6.0, "After a reply, listen this long without the wake word (0: off).",
                               lo=0, hi=120)
+    preempt: bool = _opt(True, "Prepare the reply on the speculative transcript before the endpoint is "
+                               "decided; it plays only if the endpoint confirms those words.")
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,15 @@ class Decision:
     meant: str | None = None  # CONFIRM: the request asked back
     why: str = ""
 
+    @property
+    def acts(self) -> bool:
+        """Acting on it changes something outside the conversation (a timer set, a todo saved, a
+        device switched): it waits until the request is surely over."""
+        from assistant.tools.answers import ACTIONS
+
+        return self.kind is Kind.HOME or (self.kind is Kind.TOOL and self.intent is not None
+                                          and self.intent.name in ACTIONS)
+
 
 def decide(request: Request, conversation: Conversation, rules: Rules) -> Decision:
     """Who answers ``request`` in ``conversation`` (see the module's docstring for the order)."""

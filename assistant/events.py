@@ -67,6 +67,18 @@ class SpeechEnded(Event):
 
 
 @dataclass(frozen=True)
+class Preempted(Event):
+    """A reply was prepared on the speculative transcript before the endpoint; at the endpoint it was
+    ``used`` (the same words: its events, kept until then, follow with their own times) or dropped
+    (the speaker went on). ``ahead_s``: how long before the endpoint it was started."""
+
+    type: ClassVar[str] = "preempted"
+    used: bool
+    stage: str  # how far it had got: asr, tool, reply (the LLM and TTS), playback (all of it ready)
+    ahead_s: float
+
+
+@dataclass(frozen=True)
 class Transcript(Event):
     type: ClassVar[str] = "transcript"
     text: str
@@ -218,8 +230,10 @@ class EventBus:
     def subscribe(self, fn: Subscriber) -> None:
         self._subscribers.append(fn)
 
-    def publish(self, event: Event) -> None:
-        t = self.clock.now()
+    def publish(self, event: Event, at: float | None = None) -> None:
+        """Stamp ``event`` with the session time (or ``at``, when it happened if published later) and
+        hand it to every subscriber and waiter."""
+        t = self.clock.now() if at is None else at
         log.debug(event.type, t=round(t, 3), **event.fields())
         for fn in self._subscribers:
             fn(t, event)
@@ -238,6 +252,48 @@ class EventBus:
         fut: asyncio.Future[Event] = asyncio.get_running_loop().create_future()
         self._waiters.append((match, fut))
         return fut
+
+
+class Publisher(Protocol):
+    """What publishes a reply's events: the session's bus, or a ``Held`` in front of it."""
+
+    clock: Clock
+
+    def publish(self, event: Event) -> None: ...
+
+
+class Held:
+    """The events and effects of a reply prepared before the user has finished: while ``holding``, kept
+    in order (each event stamped with when it happened) until the reply is committed (``release``:
+    each published, each effect run) or dropped (``drop``). Not holding, they pass straight through."""
+
+    def __init__(self, bus: EventBus, holding: bool = True) -> None:
+        self.bus, self.clock = bus, bus.clock
+        self.holding = holding
+        self._kept: list[Callable[[], None]] = []
+
+    def publish(self, event: Event) -> None:
+        if self.holding:
+            at = self.clock.now()
+            self._kept.append(lambda: self.bus.publish(event, at=at))
+        else:
+            self.bus.publish(event)
+
+    def later(self, effect: Callable[[], None]) -> None:
+        """Run ``effect`` now, or once released if holding."""
+        if self.holding:
+            self._kept.append(effect)
+        else:
+            effect()
+
+    def release(self) -> None:
+        self.holding = False
+        kept, self._kept = self._kept, []
+        for effect in kept:
+            effect()
+
+    def drop(self) -> None:
+        self._kept.clear()
 
 
 def to_record(t: float, event: Event) -> dict[str, Any]:

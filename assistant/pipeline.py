@@ -6,6 +6,9 @@ its punctuation) on the TTS backend's own thread, at most ``lookahead`` chunks a
 the playback task hands the audio to the sink and keeps the timeline, so a starved sink shows up as
 a gap. Cancelling the pipeline's scope stops all three at once (the backends are told to stop too).
 
+A ``held`` pipeline (a reply prepared before the endpoint) writes and synthesizes ahead, as far as
+its queues allow, but plays nothing until ``release()``.
+
 With ``whole_reply`` the chunker is bypassed: the reply is synthesized in one piece once the LLM has
 finished — the naive baseline that ``assistant bench`` compares against.
 """
@@ -25,7 +28,7 @@ from assistant.audio import hygiene
 from assistant.audio.protocols import AudioSink, Samples
 from assistant.audio.resample import resample
 from assistant.config import Config
-from assistant.events import ChunkQueued, EventBus, LlmFirstToken, PlaybackStarted, ReplyText, TextChunk, TtsChunk
+from assistant.events import ChunkQueued, LlmFirstToken, PlaybackStarted, Publisher, ReplyText, TextChunk, TtsChunk
 from assistant.phrase_cache import PhraseCache
 from assistant.tasks import TaskScope
 from assistant.text.chunk import Chunker
@@ -107,9 +110,10 @@ class Recording:
 class SpeechPipeline:
     """One reply's text-to-speech pipeline; ``run()`` returns when the last chunk has been queued."""
 
-    def __init__(self, source: TextSource, tts: Voice, sink: AudioSink, bus: EventBus, options: PipelineOptions,
+    def __init__(self, source: TextSource, tts: Voice, sink: AudioSink, bus: Publisher, options: PipelineOptions,
                  on_first_audio: Callable[[], None], cache: PhraseCache | None = None,
-                 on_text: Callable[[str], None] | None = None, cores: CoreGate | None = None) -> None:
+                 on_text: Callable[[str], None] | None = None, cores: CoreGate | None = None,
+                 held: bool = False) -> None:
         self.source, self.tts, self.sink, self.bus = source, tts, sink, bus
         self.options = options
         self.on_first_audio = on_first_audio
@@ -120,6 +124,11 @@ class SpeechPipeline:
         self.reply_text = ""
         self.playback_started = False
         self._stopping = False
+        # held: a reply prepared before the endpoint writes and synthesizes ahead, but plays nothing
+        # until ``release()``
+        self._released = asyncio.Event()
+        if not held:
+            self._released.set()
         self._texts: asyncio.Queue[str | None] = asyncio.Queue()
         # (chunk text, a piece of its audio) or (chunk text, None) once the chunk is complete; None at the end
         self._audio: asyncio.Queue[tuple[str, Samples | None] | None] = asyncio.Queue(maxsize=max(1, options.lookahead))
@@ -132,6 +141,10 @@ class SpeechPipeline:
             await asyncio.gather(*producers, player)
         finally:
             await self.tasks.cancel()
+
+    def release(self) -> None:
+        """Let a held pipeline play."""
+        self._released.set()
 
     async def stop(self) -> None:
         self._stopping = True
@@ -236,6 +249,8 @@ class SpeechPipeline:
                 self.bus.publish(ChunkQueued(index=index, audio_s=round(duration, 3), gap_s=round(gap, 3)))
                 index, duration, gap = index + 1, 0.0, 0.0
                 continue
+            if not self._released.is_set():
+                await self._released.wait()
             now = clock.now()
             gap = max(gap, 0.0 if play_end is None else max(0.0, now - play_end))
             await self.sink.write(audio)

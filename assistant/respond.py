@@ -44,6 +44,17 @@ SAY_AGAIN = "好的，请再说一遍。"
 
 
 @dataclass(frozen=True)
+class Memory:
+    """What a commit changes in the responder, kept to undo one made ahead of the endpoint."""
+
+    pending: str | None
+    doubted: str | None
+    reply_ended: datetime | None
+    last_reply: str
+    exchanges: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
 class Answer:
     """What will speak the reply, and why."""
 
@@ -112,6 +123,7 @@ class Responder:
         # A heard request this near a command's phrasing (sounds_like.heard_as) is answered as that
         # command; this near, asked back; farther, left as heard.
         self.sure_sound, self.near_sound = sounds_like
+        self._before: Memory | None = None  # as it was before the last answer_ahead, for retract
 
     def answer(self, text: str, *, spoken_s: float = 0.0, char_logprob: float | None = None,
                readings: Sequence[str] = ()) -> Answer:
@@ -119,6 +131,38 @@ class Responder:
         the ASR's rescoring model found ``char_logprob`` likely (per character; None: not weighed, as
         typed text), and which the ASR also read as ``readings`` (likeliest first), and commit to it: a
         tool's answer is computed (and saved) here, before it is spoken."""
+        self._before = None
+        decision, conversation = self._decided(text, spoken_s, char_logprob, readings)
+        return self.commit(decision, conversation, heard=text)
+
+    def answer_ahead(self, text: str, *, spoken_s: float = 0.0, char_logprob: float | None = None,
+                     readings: Sequence[str] = ()) -> Answer | None:
+        """``answer`` for a request that may not be over (a speculative transcript, before the endpoint).
+        None, with nothing done, where acting on it would change something outside the conversation (a
+        timer, a todo, a device): that waits for ``answer`` once the request is over. Otherwise it is
+        committed as ``answer`` commits, and what that changes is kept for ``retract``."""
+        decision, conversation = self._decided(text, spoken_s, char_logprob, readings)
+        if decision.acts:
+            return None
+        history: Any = getattr(self.llm, "history", None)
+        self._before = Memory(self.pending, self.doubted, self.reply_ended, self.last_reply,
+                              tuple(history.exchanges) if history is not None else ())
+        return self.commit(decision, conversation, heard=text)
+
+    def retract(self) -> None:
+        """Undo the last ``answer_ahead``: the speaker went on, and its reply is dropped unheard (the
+        LLM forgets the exchange, the conversation is as it was)."""
+        before, self._before = self._before, None
+        if before is None:
+            return
+        self.pending, self.doubted, self.reply_ended, self.last_reply = (
+            before.pending, before.doubted, before.reply_ended, before.last_reply)
+        history: Any = getattr(self.llm, "history", None)
+        if history is not None:
+            history.restore(before.exchanges)
+
+    def _decided(self, text: str, spoken_s: float, char_logprob: float | None,
+                 readings: Sequence[str]) -> tuple[Decision, Conversation]:
         from assistant.decide import Request, decide
 
         corrections: dict[str, Corrected] = {}  # each text decide put right, kept for the log lines
@@ -132,7 +176,7 @@ class Responder:
         decision = decide(Request(text, spoken_s, char_logprob, tuple(readings)), conversation, rules)
         if text in corrections:
             _log_fixes(*corrections[text][1:])  # which words of the request were put right, and how near
-        return self.commit(decision, conversation, heard=text)
+        return decision, conversation
 
     @property
     def rules(self) -> Rules:

@@ -50,6 +50,8 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
             last_wake = None
         elif turn is None:
             continue
+        elif kind == "preempted" and r["used"]:
+            turn["preempted"] = True  # prepared before the endpoint: its earlier parts are stamped before it
         elif kind == "transcript":
             turn["transcript"] = r["text"]
             turn["_transcript_t"] = t
@@ -74,6 +76,8 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         "barge_ins": [{"t": r["t"], "reason": r["reason"]} for r in records if r["type"] == "barge_in"],
         "echo_defence": _echo_defence(records),
         "noise_rejected": sum(1 for r in records if r["type"] == "noise_rejected"),
+        "preempted": {"used": sum(1 for r in records if r["type"] == "preempted" and r["used"]),
+                      "dropped": sum(1 for r in records if r["type"] == "preempted" and not r["used"])},
         "errors": [{"t": r["t"], "stage": r["stage"], "message": r["message"]}
                    for r in records if r["type"] == "error"],
         "states_visited": states,
@@ -96,8 +100,8 @@ def _new_turn(wake_t: float | None, speech_end_t: float, endpoint_t: float) -> d
             "endpoint_t": endpoint_t, "endpoint_wait_s": round(endpoint_t - speech_end_t, 3),
             "first_audio_t": None, "end_of_speech_to_first_audio_s": None, "tts_first_audio_s": None,
             "llm_first_token_s": None, "rtf": None, "chunk_rtf": [], "max_gap_s": None, "underruns": 0,
-            "interrupted": False, "_transcript_t": None, "_first_token_t": None, "_text_ready_t": None,
-            "_chunks": [], "_gaps": []}
+            "interrupted": False, "preempted": False, "_transcript_t": None, "_first_token_t": None,
+            "_text_ready_t": None, "_chunks": [], "_gaps": []}
 
 
 def _finish(turn: dict[str, Any]) -> None:

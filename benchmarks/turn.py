@@ -16,6 +16,10 @@ point for both chains. Per recording and as p50/p95:
 - TTS first audio: the first chunk of text → its first sample handed to the sink;
 - total: end of speech → first reply sample.
 
+A reply prepared ahead (``dialog.preempt``: started on the speculative transcript before the
+endpoint, played only once the endpoint confirms it) counts in each part only its time after the
+endpoint; its row says "prepared ahead", and the run says how many were used and dropped.
+
 The naive chain runs on the same model objects in the same run, one step after the other: an
 endpoint 0.5 s of silence after the last voiced sample, Whisper over its full 30 s window, the whole
 reply from the same answer path, then Kokoro (the whole model, every frame) on the reply's first
@@ -89,6 +93,7 @@ class Turn:
     reply: str = ""
     note: str = ""
     gaps: dict[str, float] | None = None  # playback running dry after the first sound (Tingshuo only)
+    preempted: dict[str, int] | None = None  # replies prepared ahead, used and dropped (Tingshuo only)
 
 
 def padded(path: Path, rate: int) -> np.ndarray:
@@ -109,22 +114,30 @@ async def last_voiced(vad: Any, audio: np.ndarray, rate: int, threshold: float) 
 
 
 def parts_of(records: list[dict[str, Any]], speech_end: float) -> tuple[dict[str, float | None], str, str, str]:
-    """The turn's parts from its event records: the first reply whose audio starts after ``speech_end``."""
-    def first(kind: str, after: float) -> dict[str, Any] | None:
-        return next((r for r in records if r["type"] == kind and r["t"] >= after), None)
-
+    """The turn's parts from its event records: the first reply after the endpoint that follows
+    ``speech_end``. A reply prepared before the endpoint publishes its kept events once committed,
+    stamped when they happened: they are found by their order after the endpoint, not their time."""
     ended = [r for r in records if r["type"] == "speech_ended"]
     note = f"{len(ended)} utterances" if len(ended) != 1 else ""
     endpoint = next((r for r in ended if r["t"] >= speech_end - 0.05), None)
     if endpoint is None:
         return dict.fromkeys(PARTS), "", "", "no endpoint after the end of speech"
-    text = first("transcript", endpoint["t"])
-    chunk = first("text_chunk", endpoint["t"])
-    audio = first("playback_started", endpoint["t"])
-    reply = first("reply_text", endpoint["t"])
+    later = records[records.index(endpoint):]
+    if any(r["type"] == "preempted" and r["used"] for r in later):
+        note = ", ".join(filter(None, [note, "prepared ahead"]))
+
+    def first(kind: str) -> dict[str, Any] | None:
+        return next((r for r in later if r["type"] == kind), None)
+
+    text, chunk, audio, reply = (first(kind) for kind in ("transcript", "text_chunk", "playback_started",
+                                                          "reply_text"))
 
     def span(a: dict[str, Any] | None, b: dict[str, Any] | None) -> float | None:
-        return round(b["t"] - a["t"], 3) if a is not None and b is not None else None
+        """From ``a`` to ``b``, counting only time after the endpoint (a reply prepared ahead did part
+        of its work before it: that part costs the turn nothing)."""
+        if a is None or b is None:
+            return None
+        return round(max(0.0, b["t"] - max(a["t"], endpoint["t"])), 3)
 
     parts = {"endpoint_wait": round(endpoint["t"] - speech_end, 3), "asr_after_endpoint": span(endpoint, text),
              "llm_first_clause": span(text, chunk), "tts_first_audio": span(chunk, audio),
@@ -148,7 +161,7 @@ async def tingshuo(cfg: config.Config, models: Any, name: str, audio: np.ndarray
     spoken = [t for t in summary["turns"] if t["first_audio_t"] is not None]
     gaps = {"max_gap": max((t["max_gap_s"] or 0.0 for t in spoken), default=0.0),
             "underruns": float(sum(t["underruns"] for t in spoken))}
-    return Turn(name, speech_end, parts, heard, reply, note, gaps)
+    return Turn(name, speech_end, parts, heard, reply, note, gaps, summary["preempted"])
 
 
 async def naive(cfg: config.Config, models: Any, asr30: Any, tts: Any, name: str, audio: np.ndarray,
@@ -280,6 +293,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     bot = [] if args.no_pipecat else pipecat(cfg, ends)  # alone on the cores: Tingshuo's models are closed
     result: dict[str, Any] = {"tingshuo": [t.__dict__ for t in ours], "tingshuo_p50_s": p50_total(ours)}
     print(table("Tingshuo (pipelined)", ours))
+    used, dropped = (sum(t.preempted[k] for t in ours if t.preempted is not None) for k in ("used", "dropped"))
+    result.update(preempted_used=used, preempted_dropped=dropped)
+    print(f"\nReplies prepared ahead of the endpoint: {used} used, {dropped} dropped (the speaker went on)")
     if theirs:
         print()
         print(table("Naive sequential chain (same models, same run)", theirs))

@@ -88,3 +88,9 @@ class History:
 
     def clear(self) -> None:
         self._exchanges.clear()
+
+    def restore(self, exchanges: Sequence[tuple[str, str]]) -> None:
+        """Remember exactly ``exchanges`` again (as ``exchanges`` gave them): a reply that was
+        prepared and dropped is undone."""
+        self._exchanges.clear()
+        self._exchanges.extend(exchanges)

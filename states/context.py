@@ -40,6 +40,10 @@ class TurnReply(Protocol):
         """``first_audio``'s sample, or None before it."""
         ...
 
+    def commit(self) -> None:
+        """A reply prepared ahead: the endpoint confirmed its words; it may play (else nothing)."""
+        ...
+
     async def interrupt(self) -> None:
         """End the reply now: cancel, clear the sink, wait for silence, report the interruption."""
         ...
@@ -68,7 +72,9 @@ class TurnContext(Protocol):
     tools: Tools | None
     phrase_cache: PhraseCache | None
     vad_window: int  # samples per VAD window
-    reply: TurnReply | None  # set by thinking, or by speaking for a reminder; cleared when left
+    # set by thinking (handed over by listening when prepared ahead), or by speaking for a reminder;
+    # cleared when left
+    reply: TurnReply | None
     unsaid: str | None  # a reminder whose announcement the worker's loss cut off
 
     async def fire(self, cause: Input) -> bool:

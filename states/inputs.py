@@ -64,7 +64,8 @@ class Remind(Input):
 class SpeechEnd(Input):
     """Listening → thinking: the request ended. ``utterance`` is its audio as the ASR hears it, from
     ``audio_from`` (the preroll before ``utterance_start``, its onset); ``voiced_end`` is its last
-    voiced sample; ``speculation`` an ASR run already started on it."""
+    voiced sample; ``speculation`` an ASR run already started on it. ``ahead``: listening prepared
+    the reply on that speculation already, and handed it over as the session's reply."""
 
     trigger: ClassVar[str] = "speech_end"
     utterance: Samples
@@ -72,6 +73,7 @@ class SpeechEnd(Input):
     audio_from: int
     voiced_end: int
     speculation: Speculation | None = None
+    ahead: bool = False
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,11 @@ speculative ASR beside it, is in by then); "not yet" leaves it open (asked again
 Speculative start: once the speaker has been quiet for ``vad.speculative_silence_ms`` the answerer
 starts hearing the speech so far; if no more speech comes before the endpoint, the reply uses that
 transcript and the ASR's time is hidden in the endpoint silence.
+
+A reply prepared ahead (``dialog.preempt``): once that transcript is in, still before the endpoint,
+the reply starts on it (answered, the LLM's text and the first audio made) but holds everything it
+would play, post or act on. The endpoint hands it to thinking, which commits it; if the speaker
+goes on instead (or listening ends otherwise), it is dropped unheard and its answer undone.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from assistant.audio.resample import resample
 from assistant.events import SpeechEnded, SpeechStarted
 from states.endpointer import Endpointer, Utterance
 from states.inputs import BargeIn, Input, NoSpeechTimeout, ReplyDone, Speculation, SpeechEnd, Wake
+from states.reply import Reply
 from states.state import State, VadWindow
 
 log = structlog.get_logger("listening")
@@ -59,6 +65,7 @@ class Listening(State):
         self.deadline = s.clock.samples + int(timeout_s * rate)
         self.endpointer = Endpointer.from_config(cfg, s.vad_window, onset=onset, turn_model=s.models.turn is not None)
         self.speculation: Speculation | None = None
+        self.ahead: Reply | None = None  # the reply prepared on the speculation, before the endpoint
         self.turn_check: TurnCheck | None = None
         if speech_from is not None and onset is None:
             self.endpointer.detector.prime(speech_from)  # the request may follow the wake word in one breath
@@ -71,7 +78,7 @@ class Listening(State):
         log.debug("listening", follow_up=follow_up, timeout_s=timeout_s, from_onset=onset, speech_from=speech_from)
 
     async def exit(self, dest: str) -> None:
-        self._drop_speculation()
+        await self._drop_speculation()
         self._drop_turn_check()
         await super().exit(dest)
 
@@ -93,15 +100,20 @@ class Listening(State):
             voiced_end = (utterance.end - utterance.trailing_silence) / rate  # the last voiced window's end
             s.bus.publish(SpeechEnded(audio_s=round(len(audio) / rate, 3), speech_end_t=round(voiced_end, 3)))
             log.info("utterance ended", reason=utterance.reason, audio_s=round(len(audio) / rate, 2))
-            speculation = self._take_speculation()
+            speculation = await self._take_speculation()
+            ahead, self.ahead = self.ahead, None
+            if ahead is not None:
+                s.reply = ahead  # handed over: thinking commits it
             await s.fire(SpeechEnd(audio, utterance.start, audio_from=start,
-                                   voiced_end=utterance.end - utterance.trailing_silence, speculation=speculation))
+                                   voiced_end=utterance.end - utterance.trailing_silence, speculation=speculation,
+                                   ahead=ahead is not None))
         elif self.endpointer.onset is None:
             if s.clock.samples >= self.deadline:
                 await s.fire(NoSpeechTimeout())
         else:
-            self._speculate()
+            await self._speculate()
             self._warm_llm()
+            self._prepare_ahead()
             self._ask_turn_model()
 
     def _speech_from(self, onset: int, end: int) -> int:
@@ -171,11 +183,11 @@ class Listening(State):
             self.turn_check.task.cancel()
             self.turn_check = None
 
-    def _speculate(self) -> None:
+    async def _speculate(self) -> None:
         s, ep = self.session, self.endpointer
         spec_ms = s.cfg.vad.speculative_silence_ms
         if self.speculation is not None and self.speculation.speech_end != ep.speech_end:
-            self._drop_speculation()  # the speaker went on: that transcript would miss the rest
+            await self._drop_speculation()  # the speaker went on: that transcript would miss the rest
         if not spec_ms or self.speculation is not None or ep.onset is None:
             return
         if ep.silence >= spec_ms * s.cfg.audio.sample_rate // 1000:
@@ -195,14 +207,35 @@ class Listening(State):
             return
         s.responder.warm(s.request_text(spec.task.result().strip()))
 
-    def _take_speculation(self) -> Speculation | None:
+    def _prepare_ahead(self) -> None:
+        """Once the speculative transcript is in, prepare the reply on it (``dialog.preempt``)."""
+        s, spec, ep = self.session, self.speculation, self.endpointer
+        if (self.ahead is not None or spec is None or not spec.task.done() or not s.cfg.dialog.preempt
+                or ep.onset is None or not s.can_speak()):
+            return
+        if spec.task.cancelled() or spec.task.exception() is not None:
+            return  # the endpoint's reply transcribes again
+        start = self._speech_from(ep.onset, s.clock.samples)
+        self.ahead = Reply(s, ahead=True)
+        self.ahead.start(s.heard(start, s.clock.samples), ep.onset, spec, heard=(start, spec.speech_end))
+        log.debug("reply prepared ahead of the endpoint", transcript=spec.task.result().strip())
+
+    async def _take_speculation(self) -> Speculation | None:
         spec, self.speculation = self.speculation, None
         if spec is not None and spec.speech_end != self.endpointer.speech_end:
             spec.task.cancel()
+            await self._drop_ahead()
             return None
         return spec
 
-    def _drop_speculation(self) -> None:
+    async def _drop_speculation(self) -> None:
         if self.speculation is not None:
             self.speculation.task.cancel()
             self.speculation = None
+        await self._drop_ahead()
+
+    async def _drop_ahead(self) -> None:
+        ahead, self.ahead = self.ahead, None
+        if ahead is not None:
+            log.info("the reply prepared ahead is dropped: the speaker went on")
+            await ahead.discard()

@@ -16,6 +16,13 @@ set exactly once, at ``_end``, the one place a reply ends and posts the input th
 LLM and TTS are told to stop in flight), clear the sink's buffer, wait (bounded) for playback to
 stop, then report ``PlaybackFinished(interrupted=True)``. The answerer is told to give up the
 utterance too (the transcription in flight, or Home Assistant's run).
+
+Prepared ahead (``ahead=True``: listening starts it on the speculative transcript, before the
+endpoint), a reply runs as far as it can without being heard or doing anything: its events, posts
+and effects on the echo defence and the responder wait in ``events`` (a ``Held``), its pipeline
+plays nothing, and an answer that would act waits for the endpoint. ``commit()`` (thinking, once the
+endpoint confirms the words) lets all of it happen; ``discard()`` (the speaker went on) drops it
+unheard and has the answerer undo its answer.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from assistant.audio.protocols import Samples
-from assistant.events import Error, PlaybackFinished, ToolAnswered, Transcript
+from assistant.events import Error, Held, PlaybackFinished, Preempted, ToolAnswered, Transcript
 from assistant.pipeline import FixedText, PipelineOptions, Recording, SpeechPipeline
 from assistant.respond import NOT_HEARD
 from assistant.tasks import TaskScope
@@ -42,7 +49,7 @@ if TYPE_CHECKING:
     from assistant.respond import Answer
     from models.protocols import TextSource
     from states.context import TurnContext
-    from states.inputs import Speculation
+    from states.inputs import Input, Speculation
 
 log = structlog.get_logger("reply")
 
@@ -61,8 +68,18 @@ class Stage(StrEnum):
 class Reply:
     """One turn's reply, from its transcript to its last played sample: the handle of the turn."""
 
-    def __init__(self, session: TurnContext) -> None:
+    def __init__(self, session: TurnContext, *, ahead: bool = False) -> None:
         self.session = session
+        # Prepared ahead (on the speculative transcript, before the endpoint): it plays nothing, posts
+        # nothing and acts on nothing until ``commit()``; its events wait in ``events`` till then.
+        self.ahead = ahead
+        self.events = Held(session.bus, holding=ahead)
+        self._committed = asyncio.Event()
+        if not ahead:
+            self._committed.set()
+        self.started_at = session.clock.samples
+        self.answered_ahead = False  # its answer was committed ahead, and is undone if it is dropped
+        self.dropped = False  # prepared ahead and dropped unheard
         self.tasks = TaskScope("reply")
         self.stage = Stage.ASR
         self.stopped = False  # interrupted: its inputs still in the mailbox are dropped (a ``Requester``)
@@ -93,7 +110,10 @@ class Reply:
         log.info("reply ended", ended=str(ended), intent=intent, said_chars=len(said))
         after = NEXT[ended]
         if after is not None:
-            self.session.post(after, owner=self)
+            self._post(after)
+
+    def _post(self, cause: Input) -> None:
+        self.events.later(lambda: self.session.post(cause, owner=self))
 
     def _played_out(self) -> bool:
         return self.done.done() and self.done.result().ended is Ended.SPOKEN
@@ -111,11 +131,11 @@ class Reply:
             self.request = text = s.request_text(heard)
             if text != heard:
                 log.debug("wake word taken off the transcript", heard=heard)
-            s.bus.publish(Transcript(text=text))
+            self.events.publish(Transcript(text=text))
             if not heard and len(utterance) >= UNHEARD_MIN_S * s.cfg.audio.sample_rate and s.models.tts is not None:
                 # rather than a guess (a satellite has no voice of its own to ask with)
                 log.info("speech, but the ASR made nothing of it: asking again")
-                s.echo.reply_started()
+                self._begin()
                 await self._speak(FixedText(NOT_HEARD), "")
                 return
             if not text:
@@ -131,12 +151,12 @@ class Reply:
                 return
             self.stage = Stage.TOOL
             # a tool's answer is saved here
-            answer = await s.answerer.answer(text, len(utterance) / s.cfg.audio.sample_rate)
+            answer = await self._decide(text, len(utterance) / s.cfg.audio.sample_rate)
             self.answer = answer
             if answer.intent is not None:
-                s.bus.publish(ToolAnswered(intent=answer.intent))
+                self.events.publish(ToolAnswered(intent=answer.intent))
             self.stage = Stage.REPLY
-            s.echo.reply_started()
+            self._begin()
             await self._speak(answer.source, answer.text, answer.voice)
         except asyncio.CancelledError:
             raise
@@ -147,10 +167,59 @@ class Reply:
         finally:
             self._end(Ended.INTERRUPTED)  # cancelled before it ended (otherwise this does nothing)
 
+    async def _decide(self, text: str, spoken_s: float) -> Answer:
+        """The answer to ``text``. Prepared ahead, it is committed now unless acting on it would change
+        something (a timer, a todo, a device): that waits until the endpoint has confirmed the words."""
+        s = self.session
+        if self.ahead:
+            answer = await s.answerer.answer_ahead(text, spoken_s)
+            if answer is not None:
+                self.answered_ahead = True
+                return answer
+            await self._committed.wait()
+        return await s.answerer.answer(text, spoken_s)
+
+    def _begin(self) -> None:
+        """The reply begins to be said: the echo defence collects what it says from here."""
+        self.events.later(self.session.echo.reply_started)
+
+    def commit(self) -> None:
+        """The endpoint confirmed the words it was prepared on: what it kept happens now (its events
+        with their own times), and it plays."""
+        if not self.ahead:
+            return
+        s = self.session
+        self.ahead = False
+        s.bus.publish(Preempted(used=True, stage=str(self.stage), ahead_s=self._ahead_s()))
+        self._committed.set()
+        self.events.release()
+        if self.pipeline is not None:
+            self.pipeline.release()
+
+    async def discard(self) -> None:
+        """The speaker went on (or listening ended): drop this reply, prepared ahead, unheard, and undo
+        what its answer changed."""
+        if not self.ahead or self.stopped:
+            return
+        self.stopped = self.dropped = True
+        self.events.drop()
+        self.session.bus.publish(Preempted(used=False, stage=str(self.stage), ahead_s=self._ahead_s()))
+        try:
+            if self.pipeline is not None:
+                await self.pipeline.stop()
+            await self.tasks.cancel()
+        finally:
+            if self.answered_ahead:
+                self.session.answerer.retract()
+            self._end(Ended.INTERRUPTED)
+
+    def _ahead_s(self) -> float:
+        return round((self.session.clock.samples - self.started_at) / self.session.cfg.audio.sample_rate, 3)
+
     def announce(self, text: str) -> None:
         """Speak ``text`` unasked (a reminder fell due): no transcript, no LLM."""
         self.stage = Stage.REPLY
-        self.session.echo.reply_started()
+        self._begin()
         self.tasks.spawn(self._announce(text), "announce")
 
     async def _announce(self, text: str) -> None:
@@ -170,13 +239,13 @@ class Reply:
         """The worker was lost mid-reply: say so in its voice, recorded when it started, and listen on."""
         s = self.session
         log.error("the worker was lost", stage=self.stage, error=str(exc))
-        s.bus.publish(Error(stage=self.stage, message=str(exc)))
+        self.events.publish(Error(stage=self.stage, message=str(exc)))
         worker = s.models.worker
         if worker is None or not worker.apology.size:
             self._end(Ended.FAILED)
             return
         if self.stage is not Stage.REPLY:
-            s.echo.reply_started()
+            self._begin()
         self.stage = Stage.REPLY
         try:
             await self._speak(FixedText(APOLOGY), "", Recording(worker.apology, worker.rates["tts"]))
@@ -195,31 +264,34 @@ class Reply:
         speaker = voice or s.models.tts
         if speaker is None:
             raise ModelError("no TTS here to speak the reply with")
-        self.pipeline = SpeechPipeline(source, speaker, s.sink, s.bus, options, self._first_audio,
-                                       cache=s.phrase_cache, cores=s.models.cores)
+        self.pipeline = SpeechPipeline(source, speaker, s.sink, self.events, options, self._first_audio,
+                                       cache=s.phrase_cache, cores=s.models.cores, held=self.ahead)
+        pipeline = self.pipeline
         try:
-            await self.pipeline.run(question)
+            await pipeline.run(question)
         finally:
-            if s.responder is not None:
-                s.responder.said(self.pipeline.reply_text)  # as far as it got: for "再说一遍"
+            if s.responder is not None and not self.dropped:
+                responder = s.responder
+                self.events.later(lambda: responder.said(pipeline.reply_text))  # as far as it got: for "再说一遍"
         self.stage = Stage.PLAYBACK
+        await self._committed.wait()  # (a reply with nothing to play is done before the endpoint)
         await s.sink.wait_playout()
         if s.responder is not None:
             s.responder.finished()
         if self.playback_started:
-            s.bus.publish(PlaybackFinished(interrupted=False))
+            self.events.publish(PlaybackFinished(interrupted=False))
         self._end(Ended.SPOKEN)
 
     def _failed(self, exc: Exception) -> None:
         log.error("reply failed", stage=self.stage, error=str(exc))
-        self.session.bus.publish(Error(stage=self.stage, message=str(exc)))
+        self.events.publish(Error(stage=self.stage, message=str(exc)))
         self._end(Ended.FAILED)
 
     def _first_audio(self) -> None:
         if not self.first_audio.done():
             self.first_audio.set_result(self.session.clock.samples)
         self.session.echo.playback_started()
-        self.session.post(FirstAudio(), owner=self)
+        self._post(FirstAudio())
 
     async def _transcribe(self, utterance: Samples) -> str:
         s = self.session

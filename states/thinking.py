@@ -1,7 +1,8 @@
 """Thinking: the reply is being worked out (ASR, LLM, first TTS chunk); nothing is playing yet.
 
-Entering starts the reply; it runs on into speaking and is stopped on any other way out. Speech
-from the user here (they go on talking) is a barge-in too: listen again from its onset.
+Entering starts the reply, or commits the one listening prepared ahead on the same words; it runs
+on into speaking and is stopped on any other way out. Speech from the user here (they go on
+talking) is a barge-in too: listen again from its onset.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ class Thinking(Interruptible):
             raise TypeError(f"thinking is entered by speech_end, not {cause.trigger}")
         s = self.session
         self.detector = make_detector(s, echo_window_from=None)
+        if cause.ahead and s.reply is not None:
+            s.reply.commit()  # prepared before the endpoint on these very words: it may play now
+            return
         s.reply = reply = Reply(s)
         reply.start(cause.utterance, cause.utterance_start, cause.speculation,
                     heard=(cause.audio_from, cause.voiced_end))

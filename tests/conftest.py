@@ -70,8 +70,10 @@ def make_config(*overrides: str) -> config_mod.Config:
     # tone. Tests of the echo defence turn it on, with the real TTS.
     # The tests check behaviour, not knowledge: on the 0.5B, whose answers they were written on, and
     # which loads and answers in a third of the 1.5B's time (the default: tests/test_models.py loads it).
+    # A reply prepared ahead and dropped (the speaker went on after a pause) would take a scripted
+    # LLM's next reply: the tests of replies prepared ahead (tests/test_preempt.py) turn it on.
     base = ("wake.mode='always'", "log.level='warning'", "echo.cancel=false",
-            "llm.model='qwen2.5-coder-0.5b-instruct-q4_k_m'")
+            "llm.model='qwen2.5-coder-0.5b-instruct-q4_k_m'", "dialog.preempt=false")
     return config_mod.load(None, [*base, *overrides])
 
 

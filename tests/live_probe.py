@@ -18,7 +18,8 @@ from tests.doubles import ScriptedAsr, ScriptedLlm, ToneTts
 
 async def main() -> None:
     cfg = config.load(None, ["wake.mode=always", "dialog.follow_up_s=0", "log.level='warning'",
-                             "audio.capture_device='tscap'", "audio.playback_device='tsplay'"])
+                             "audio.capture_device='tscap'", "audio.playback_device='tsplay'",
+                             "dialog.preempt=false"])  # (its scripted LLM has one reply, for one request)
     logs.setup("warning")
     clock = SampleClock(16000, realtime=True)
     source, sink = frontend.open_devices(cfg, clock)

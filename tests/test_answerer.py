@@ -49,6 +49,11 @@ class ScriptedAnswerer:
         self.asked.append(text)
         return Answer(FixedText(self.reply), text, None, voice=Recording(self.audio, VOICE_RATE))
 
+    async def answer_ahead(self, text: str, spoken_s: float) -> Answer | None:
+        return None  # as a remote pipeline: it answers once the request is over
+
+    def retract(self) -> None: ...
+
     def stop(self) -> None:
         self.stops += 1
 

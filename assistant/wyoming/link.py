@@ -238,6 +238,13 @@ class HomeAnswerer:
             raise ModelError("no Home Assistant pipeline run to answer from")
         return Answer(RunText(self.link, run), text, None, voice=RunSpeech(self.link, run))
 
+    async def answer_ahead(self, text: str, spoken_s: float) -> Answer | None:
+        """Nothing ahead: Home Assistant decides and acts in the same run that heard the request
+        (and a satellite hears each request once, at its endpoint)."""
+        return None
+
+    def retract(self) -> None: ...
+
     def stop(self) -> None:
         self.link.abandon()
 
