@@ -132,6 +132,7 @@ class WhisperAsr:
         self._suppress: list[int] = []
         self._prompt: list[int] = []  # with the hot words
         self._plain: list[int] = []  # without them
+        self._bare: list[int] = []  # without the initial prompt either: for audio that drew the prompt back
         self._running: set[threading.Event] = set()  # the stop flag of every transcription in progress
 
     def load(self) -> None:
@@ -159,6 +160,7 @@ class WhisperAsr:
         self._prompt = self._model.get_prompt(self._tokenizer, context, without_timestamps=True,
                                               hotwords=self.hotwords or None)
         self._plain = self._model.get_prompt(self._tokenizer, context, without_timestamps=True)
+        self._bare = self._model.get_prompt(self._tokenizer, [], without_timestamps=True)
         if self.rescorer is not None:
             self.rescorer.load()
         if self.ear is not None and self.mender is not None:
@@ -287,10 +289,15 @@ class WhisperAsr:
         new_tokens = int(TOKENS_PER_S * len(samples) / self.sample_rate) + 16
         if biased or self.pooled:
             prompts = [self._prompt] if biased else [self._plain, self._prompt]
-            return self._decode(encoded, prompts, new_tokens, stop)
-        decoded = self._decode(encoded, [self._plain], new_tokens, stop)
-        if self._again(decoded[0]):
-            decoded = self._decode(encoded, [self._prompt], new_tokens, stop)
+            decoded = self._decode(encoded, prompts, new_tokens, stop)
+        else:
+            decoded = self._decode(encoded, [self._plain], new_tokens, stop)
+            if self._again(decoded[0]):
+                decoded = self._decode(encoded, [self._prompt], new_tokens, stop)
+        if _echoes_prompt(str(self._t2s.convert(decoded[0])), self.initial_prompt):
+            # the prompt drew itself back (以下是普通话的句子 for a short 我饿了): heard without it
+            log.info("Whisper wrote its own prompt: decoding again without it", text=decoded[0])
+            decoded = self._decode(encoded, [self._bare], new_tokens, stop)
         return decoded
 
     def _decode(self, encoded: Any, prompts: list[list[int]], new_tokens: int,

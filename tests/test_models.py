@@ -162,6 +162,24 @@ def windowed() -> WhisperAsr:
     asr.close()
 
 
+def test_a_decoding_that_is_the_prompt_drawn_back_is_decoded_again_without_it(windowed, monkeypatch):
+    """Whisper writes its own initial prompt for some short requests (以下是普通话的句子 for 我饿了 in
+    the spoken evaluation's room): the same encoder output is decoded again with no prompt at all.
+    The decoder is scripted here (which audio draws the prompt back depends on the CPU)."""
+    import threading
+
+    asked: list[list[int]] = []
+
+    def decode(encoded, prompts, new_tokens, stop):
+        asked.append(prompts[0])
+        return ("我饿了。", -0.4, 0.1) if prompts[0] == windowed._bare else ("以下是普通话的句子。", -0.2, 0.1)
+
+    monkeypatch.setattr(windowed, "_decode", decode)
+    heard = windowed._windowed(real("cmd_qiehuan_1.wav"), threading.Event(), biased=False)
+    assert heard[0] == "我饿了。" and asked == [windowed._plain, windowed._bare]
+    assert windowed._bare != windowed._plain and len(windowed._bare) < len(windowed._plain)
+
+
 @pytest.mark.slow
 def test_the_window_sized_to_the_utterance_reads_the_question_as_the_full_one_does(windowed, whisper):
     short = asyncio.run(windowed.transcribe(real("ask_who_are_you.wav")))
