@@ -190,7 +190,7 @@ class Reply:
             return
         s = self.session
         self.ahead = False
-        s.bus.publish(Preempted(used=True, stage=str(self.stage), ahead_s=self._ahead_s()))
+        s.bus.publish(Preempted(used=True, stage=self.stage, ahead_s=self._ahead_s()))
         self._committed.set()
         self.events.release()
         if self.pipeline is not None:
@@ -203,7 +203,7 @@ class Reply:
             return
         self.stopped = self.dropped = True
         self.events.drop()
-        self.session.bus.publish(Preempted(used=False, stage=str(self.stage), ahead_s=self._ahead_s()))
+        self.session.bus.publish(Preempted(used=False, stage=self.stage, ahead_s=self._ahead_s()))
         try:
             if self.pipeline is not None:
                 await self.pipeline.stop()

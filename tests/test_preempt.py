@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from assistant.clock import SampleClock
-from assistant.events import EventBus, Held, Transcript
+from assistant.events import EventBus, Held, Transcript, TtsChunk
 from assistant.pipeline import FixedText, PipelineOptions, SpeechPipeline
 from assistant.respond import Responder
 from assistant.tools.answers import Tools
@@ -155,10 +155,10 @@ async def test_a_held_pipeline_makes_its_first_audio_but_plays_it_only_once_rele
     started: list[bool] = []
     pipeline = SpeechPipeline(FixedText("好的。"), tts, sink, bus, PipelineOptions(), lambda: started.append(True),
                               held=True)
+    synthesized = bus.wait_for(lambda event: isinstance(event, TtsChunk))
     run = asyncio.create_task(pipeline.run(""))
-    for _ in range(200):
-        await asyncio.sleep(0)
-    assert tts.calls and not sink.written and not started  # synthesized, nothing played
+    await asyncio.wait_for(synthesized, 5)
+    assert tts.calls == ["好的。"] and not sink.written and not started  # made, and nothing played
     pipeline.release()
     await asyncio.wait_for(run, 5)
     assert sink.written and started == [True]
