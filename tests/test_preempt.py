@@ -122,6 +122,20 @@ async def test_a_todo_prepared_ahead_is_saved_once_and_only_after_the_endpoint(r
     store.close()
 
 
+async def test_a_tool_and_an_honest_limit_are_prepared_ahead_the_same_way(run_replay, tmp_path):
+    store = Store(tmp_path / "t.sqlite3")
+    recording = session_of(real("cmd_qiehuan_1.wav"), silence(4.0), real("cmd_qiehuan_2.wav"), silence(3.0))
+    llm = ScriptedLlm()
+    r = await run_replay(recording, *PREEMPT, asr=ScriptedAsr("现在几点了", "换一首歌"), llm=llm,
+                         tools=Tools(store, FixedClock()))
+    assert r.summary["preempted"] == {"used": 2, "dropped": 0} and llm.asked == []  # no LLM for either
+    time, song = r.summary["turns"]
+    assert time["preempted"] and time["reply"].startswith("现在是")
+    assert song["preempted"] and "音乐" in song["reply"]  # the honest limit: no music here
+    assert [e["intent"] for e in r.events if e["type"] == "tool_answered"] == ["time", "no_music"]
+    store.close()
+
+
 # -- the parts ------------------------------------------------------------------------------------
 class Collected:
     """A sink that keeps what is written to it (and plays it at once)."""
