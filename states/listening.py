@@ -78,7 +78,7 @@ class Listening(State):
         log.debug("listening", follow_up=follow_up, timeout_s=timeout_s, from_onset=onset, speech_from=speech_from)
 
     async def exit(self, dest: str) -> None:
-        await self._drop_speculation()
+        await self._drop_speculation(f"listening ended for {dest}")
         self._drop_turn_check()
         await super().exit(dest)
 
@@ -187,7 +187,7 @@ class Listening(State):
         s, ep = self.session, self.endpointer
         spec_ms = s.cfg.vad.speculative_silence_ms
         if self.speculation is not None and self.speculation.speech_end != ep.speech_end:
-            await self._drop_speculation()  # the speaker went on: that transcript would miss the rest
+            await self._drop_speculation("the speaker went on")  # that transcript would miss the rest
         if not spec_ms or self.speculation is not None or ep.onset is None:
             return
         if ep.silence >= spec_ms * s.cfg.audio.sample_rate // 1000:
@@ -224,18 +224,18 @@ class Listening(State):
         spec, self.speculation = self.speculation, None
         if spec is not None and spec.speech_end != self.endpointer.speech_end:
             spec.task.cancel()
-            await self._drop_ahead()
+            await self._drop_ahead("the speaker went on")
             return None
         return spec
 
-    async def _drop_speculation(self) -> None:
+    async def _drop_speculation(self, why: str) -> None:
         if self.speculation is not None:
             self.speculation.task.cancel()
             self.speculation = None
-        await self._drop_ahead()
+        await self._drop_ahead(why)
 
-    async def _drop_ahead(self) -> None:
+    async def _drop_ahead(self, why: str) -> None:
         ahead, self.ahead = self.ahead, None
         if ahead is not None:
-            log.info("the reply prepared ahead is dropped: the speaker went on")
+            log.info("the reply prepared ahead is dropped", why=why)
             await ahead.discard()
