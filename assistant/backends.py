@@ -92,7 +92,7 @@ def asr(cfg: Config, assets: Assets) -> Asr:
     return WhisperAsr(assets.folder(cfg.asr.model), threads=cfg.asr.threads, compute_type=cfg.asr.compute_type,
                       beam_size=cfg.asr.beam_size, initial_prompt=cfg.asr.initial_prompt, hotwords=" ".join(words),
                       min_avg_logprob=cfg.asr.min_avg_logprob, max_no_speech_prob=cfg.asr.max_no_speech_prob,
-                      window_s=cfg.asr.window_s, likely_command=likely,
+                      window_s=cfg.asr.window_s, full_from_s=cfg.asr.full_window_from_s, likely_command=likely,
                       fallback=(0.2, 0.4, 0.6, 0.8, 1.0) if cfg.asr.fallback else (),
                       rescorer=rescorer(cfg, assets), n_best=min(cfg.asr.n_best, cfg.asr.beam_size),
                       rescore_weight=cfg.asr.rescore_weight, pooled=cfg.asr.command_bias == "pooled",

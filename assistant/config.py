@@ -268,6 +268,8 @@ class AsrConfig:
                                      lo=0.0, hi=1.0)
     window_s: float = _opt(15.0, "Smallest Whisper encoder window in seconds (an utterance gets itself + 1 s); "
                                  "30 is Whisper's full window.", lo=1.0, hi=30.0)
+    full_window_from_s: float = _opt(6.0, "An utterance at least this long is heard over Whisper's full 30 s "
+                                          "window, as Whisper's own loop does (0: never).", lo=0.0, hi=30.0)
     rescore: str = _opt("qwen2.5-coder-0.5b-instruct-q4_k_m", "GGUF model (from the model manifest) that weighs "
                         "Whisper's n-best hypotheses again as Chinese; \"\" keeps Whisper's first. "
                         "Needs beam_size > 1.",

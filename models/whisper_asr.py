@@ -93,7 +93,8 @@ class WhisperAsr:
     def __init__(self, model_dir: Path, *, threads: int = 2, compute_type: str = "int8", beam_size: int = 1,
                  language: str = "zh", initial_prompt: str = PROMPT, hotwords: str = "",
                  min_avg_logprob: float = float("-inf"), max_no_speech_prob: float = 1.0,
-                 window_s: float = FULL_WINDOW_S, likely_command: Callable[[str], bool] | None = None,
+                 window_s: float = FULL_WINDOW_S, full_from_s: float = 0.0,
+                 likely_command: Callable[[str], bool] | None = None,
                  fallback: tuple[float, ...] = (), rescorer: Rescorer | None = None, n_best: int = 5,
                  rescore_weight: float = 0.3, ear: Ear | None = None, mender: Mender | None = None,
                  mend_below: float = 0.0, pooled: bool = False) -> None:
@@ -109,6 +110,7 @@ class WhisperAsr:
         self.min_avg_logprob = min_avg_logprob
         self.max_no_speech_prob = max_no_speech_prob
         self.window_s = window_s
+        self.full_from_s = full_from_s  # an utterance this long (0: none) goes through the full window
         self.likely_command = likely_command  # None: the hot words are context for all speech
         self.fallback = fallback  # sampling temperatures to try where greedy decoding fails its checks
         self.rescorer = rescorer if beam_size > 1 else None  # greedy decoding has one hypothesis
@@ -221,7 +223,8 @@ class WhisperAsr:
         self._weighed, self._ranked = {}, []
         biased = self.likely_command is None  # the hot words from the start
         try:
-            if self.window_s >= FULL_WINDOW_S or seconds + WINDOW_MARGIN_S >= FULL_WINDOW_S:
+            full = self.window_s >= FULL_WINDOW_S or seconds + WINDOW_MARGIN_S >= FULL_WINDOW_S
+            if full or (self.full_from_s and seconds >= self.full_from_s):
                 text, mean, no_speech = self._full(samples, stop, biased)
             else:
                 text, mean, no_speech = self._windowed(samples, stop, biased)

@@ -180,6 +180,28 @@ def test_a_decoding_that_is_the_prompt_drawn_back_is_decoded_again_without_it(wi
     assert windowed._bare != windowed._plain and len(windowed._bare) < len(windowed._plain)
 
 
+def test_a_long_utterance_is_heard_over_the_full_window_when_asked(windowed, monkeypatch):
+    """``full_from_s``: an utterance that long goes through Whisper's own 30 s loop, a shorter one
+    through the window sized to it (the two paths scripted: which is better is the benchmark's)."""
+    paths: list[str] = []
+
+    def path(name: str, text: str):
+        def decode(samples, stop, biased):
+            paths.append(name)
+            return text, -0.2, 0.1
+        return decode
+
+    monkeypatch.setattr(windowed, "_full", path("full", "长"))
+    monkeypatch.setattr(windowed, "_windowed", path("short", "短"))
+    clip = real("ask_who_are_you.wav")  # 3.6 s
+    monkeypatch.setattr(windowed, "full_from_s", 3.0)
+    assert asyncio.run(windowed.transcribe(clip)) == "长"
+    monkeypatch.setattr(windowed, "full_from_s", 4.0)
+    assert asyncio.run(windowed.transcribe(clip)) == "短"
+    monkeypatch.setattr(windowed, "full_from_s", 0.0)  # never
+    assert asyncio.run(windowed.transcribe(clip)) == "短" and paths == ["full", "short", "short"]
+
+
 @pytest.mark.slow
 def test_the_window_sized_to_the_utterance_reads_the_question_as_the_full_one_does(windowed, whisper):
     short = asyncio.run(windowed.transcribe(real("ask_who_are_you.wav")))
