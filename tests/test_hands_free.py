@@ -226,3 +226,24 @@ async def test_a_spoken_stop_word_over_the_reply_stops_it(talk, run_replay, mode
     r = await talk(layout.audio, "barge_in.by_speech=false", llm=ScriptedLlm(long_reply))
     assert r.first("barge_in")["reason"] == "stop_word"
     assert ("speaking", "idle", "stop") in r.transitions()
+
+
+async def test_a_reply_prepared_ahead_is_the_reply_made_at_the_endpoint(talk):
+    """The default: the reply is prepared on the speculative transcript before the endpoint. With the
+    real models and the echo, it says what the reply made at the endpoint says, and plays after it."""
+    layout = sessions.one_turn()
+    ahead = await talk(layout.audio, "dialog.preempt=true")
+    later = await talk(layout.audio)
+    assert ahead.summary["preempted"]["used"] == 1 and later.summary["preempted"]["used"] == 0
+    assert transcripts(ahead) == transcripts(later)
+    assert ahead.summary["turns"][0]["reply"] == later.summary["turns"][0]["reply"]
+    assert ahead.first("playback_started")["t"] >= ahead.first("speech_ended")["t"]
+    assert "barge_in" not in ahead.types()
+
+
+async def test_with_replies_prepared_ahead_a_request_with_a_pause_is_still_answered_as_one(talk, models):
+    r = await talk(sessions.paused_request().audio, "dialog.preempt=true")
+    heard = transcripts(r)
+    assert match("你在吗今天怎么样", [heard[-1]]).score >= 0.8, heard
+    asked = [text for text, _ in models["llm"].history.exchanges]
+    assert len(asked) == 1 and match("今天怎么样", [asked[0]]).score >= 0.8, asked  # the half is forgotten
