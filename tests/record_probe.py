@@ -34,7 +34,8 @@ async def main(folder: Path) -> Path:
     source, sink = frontend.open_devices(cfg, clock)
     vad = SileroVad(silero_model_path(Assets()))
     vad.load()
-    backends = Backends(vad=vad, asr=ScriptedAsr("你是谁"), llm=ScriptedLlm("我是听说。"), tts=ToneTts())
+    # the request's pauses each have a reply prepared ahead and dropped (the default): each takes one
+    backends = Backends(vad=vad, asr=ScriptedAsr("你是谁"), llm=ScriptedLlm(*["我是听说。"] * 4), tts=ToneTts())
     rec = frontend.recorder(folder, cfg.audio.sample_rate)
 
     reply_done = asyncio.Event()
