@@ -112,8 +112,9 @@ class Listening(State):
                 await s.fire(NoSpeechTimeout())
         else:
             await self._speculate()
-            self._warm_llm()
             self._prepare_ahead()
+            if self.ahead is None:
+                self._warm_llm()  # a reply prepared ahead evaluates its prompt itself
             self._ask_turn_model()
 
     def _speech_from(self, onset: int, end: int) -> int:
