@@ -114,6 +114,9 @@ class BargeInConfig:
                                  lo=0.05, hi=0.99)
     max_gap_ms: int = _opt(64, "A run of speech survives a dip under the hold threshold this long.", lo=0, hi=500)
     min_speech_ms: int = _opt(200, "Speech needed (outside the echo window) to interrupt.", lo=32, hi=3000)
+    sure_threshold: float = _opt(0.95, "Windows this sure of speech interrupt sooner (barge_in.sure_ms).",
+                                 lo=0.05, hi=1.0)
+    sure_ms: int = _opt(128, "Speech this long, every window at sure_threshold, interrupts (0: off).", lo=0, hi=3000)
     stop_words: tuple[str, ...] = _opt(("停", "别说了", "闭嘴"), "Words that stop a reply (Chinese characters).",
                                        allow_empty=True)
     stop_timeout_ms: int = _opt(200, "Longest wait for playback to stop after an interruption.",

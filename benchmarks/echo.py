@@ -12,7 +12,8 @@ with the microphone hearing the reply at gain 0.5, 40 ms late, as the hands-free
   is a self-interruption; a second turn is the assistant answering its own echo.
 - Barge-in latency: 切换前视 said over the reply, ``after_s`` into it, all layers on. Latency is
   the barge-in event minus the speech onset (session time), and the wall time from the decision
-  to the sink being cleared.
+  to the sink being cleared. The replies talked over are fixed texts (``REPLIES``), spoken by the
+  real TTS, so that every case falls inside one whatever the LLM would write.
 - Double talk: a real request (ask_who_are_you.wav, 告诉我，你是谁？你叫什么名字？) said over the
   reply, ``after_s`` after its first audio, with the linear canceller for the ASR off and on. Kept:
   the transcript still holds the request's first words (告诉我，你是谁 matches a span of it at 0.8 or
@@ -71,7 +72,13 @@ QUESTIONS = ["北京是哪个国家的首都？", "给我讲一个很短的笑�
 AFTER_S = [0.8, 1.0, 1.3, 1.6, 2.0, 2.5, 3.0, 3.5]
 DOUBLE_TALK_AFTER_S = [1.0, 0.8, 1.3, 1.6, 2.0, 2.5, 3.0, 3.5]  # the held-out case first
 FIRST_WORDS = "告诉我，你是谁"
-LONG_REQUEST = "小智，怎么做番茄炒蛋？"  # its reply runs about 10 s
+LONG_REQUEST = "小智，怎么做番茄炒蛋？"
+# What the assistant says to the two first requests of the barge-in and double-talk sessions: fixed
+# replies (the real Kokoro voice), so that every case falls inside a reply whatever the LLM would write.
+# The long one runs about 13 s, past the last case; the short one about 2 s.
+REPLIES = {"short": "在的，有什么可以帮你？",
+           "long": "番茄炒蛋很简单。先把两个番茄切块，三个鸡蛋打散，加一点盐。锅里放油，油热后倒入蛋液，"
+                   "炒到凝固就盛出来。再放一点油，下番茄翻炒出汁，加少许糖和盐，最后倒回鸡蛋，翻匀就可以出锅了。"}
 KEPT = 0.8  # pinyin match of FIRST_WORDS against the transcript's best span
 SEED = 1234
 Models = dict[str, Any]
@@ -95,9 +102,10 @@ def events_of(out: Path) -> Events:
 
 
 async def run(models: Models, audio: Any, overrides: tuple[str, ...], out: Path, *, seed: int,
-              subscribers: tuple[Subscriber, ...] = ()) -> tuple[dict[str, Any], Events]:
-    """One replay with the real models and a freshly loaded LLM (so its sampling starts from ``seed``)."""
-    llm = LlamaLlm(models["gguf"], seed=seed, max_tokens=60)
+              subscribers: tuple[Subscriber, ...] = (), reply: str | None = None) -> tuple[dict[str, Any], Events]:
+    """One replay with the real models and a freshly loaded LLM (so its sampling starts from ``seed``),
+    or with the first reply fixed to ``reply``."""
+    llm: Any = LlamaLlm(models["gguf"], seed=seed, max_tokens=60) if reply is None else ScriptedLlm(reply)
     llm.load()
     models["vad"].reset()
     chain = Backends(vad=models["vad"], asr=models["asr"], llm=llm, tts=models["tts"], kws=models["kws"])
@@ -147,10 +155,10 @@ async def self_interruptions(models: Models, n: int, out: Path,
     print("\n".join(rows))
 
 
-async def playback_start(models: Models, layout: sessions.Layout, out: Path) -> float:
+async def playback_start(models: Models, layout: sessions.Layout, out: Path, reply: str) -> float:
     """When the reply starts playing, from a quick probe run like playback_start() in test_hands_free."""
     models["vad"].reset()
-    chain = Backends(vad=models["vad"], asr=ScriptedAsr("你在吗"), llm=ScriptedLlm("在的。"), tts=ToneTts(),
+    chain = Backends(vad=models["vad"], asr=ScriptedAsr("你在吗"), llm=ScriptedLlm(reply), tts=ToneTts(),
                      kws=models["kws"])
     await replay(Parts(make_config(*HANDS_FREE), chain), layout.audio, out)
     return float(next(e["t"] for e in events_of(out) if e["type"] == "playback_started"))
@@ -183,13 +191,14 @@ async def barge_in_latency(models: Models, m: int, out: Path) -> None:
     replay_audio.ReplaySpeaker.clear = timed_clear  # type: ignore[method-assign]
     try:
         for label, request in requests:
-            start = await playback_start(models, sessions.interrupted_turn(0.0, 0.0, request), out / f"probe_{label}")
+            start = await playback_start(models, sessions.interrupted_turn(0.0, 0.0, request), out / f"probe_{label}",
+                                         REPLIES[label])
             for i, after_s in enumerate((AFTER_S + [AFTER_S[-1] + 0.5 * k for k in range(1, m)])[:m]):
                 layout = sessions.interrupted_turn(start, after_s, request)
                 onset = layout.marks["interruption"]
                 marks.clear()
                 summary, events = await run(models, layout.audio, (), out / f"barge_{label}{i}", seed=SEED,
-                                            subscribers=(on_event,))
+                                            subscribers=(on_event,), reply=REPLIES[label])
                 row = f"| {label} | {after_s} | {onset:.2f} |"
                 heard = summary["turns"][1].get("transcript") or "-" if len(summary["turns"]) > 1 else "-"
                 if reply_over(events, onset) and not summary["barge_ins"]:
@@ -208,7 +217,8 @@ async def barge_in_latency(models: Models, m: int, out: Path) -> None:
                             f"{stops[-1]:.2f} | {heard} |")
     finally:
         replay_audio.ReplaySpeaker.clear = original  # type: ignore[method-assign]
-    print(f"\n## Barge-in latency (切换前视 over a short and a long reply ({LONG_REQUEST}), all layers on)\n")
+    print(f"\n## Barge-in latency (切换前视 over a short and a long reply ({LONG_REQUEST} → a fixed reply of "
+          f"{len(REPLIES['long'])} characters), all layers on)\n")
     print("| reply | after_s | onset (s) | barge-in | latency (s) | ≤ 0.4 s | decision → sink cleared (ms) | "
           "transcript |")
     print("|---|---|---|---|---|---|---|---|")
@@ -236,14 +246,15 @@ async def double_talk(models: Models, m: int, out: Path) -> None:
     cases = 0
     for label, request in replies:
         first = sessions.double_talk_turn(0.0, 0.0, request)  # the first request alone, for the probe
-        start = await playback_start(models, first, out / f"probe_{label}")
+        start = await playback_start(models, first, out / f"probe_{label}", REPLIES[label])
         for i, after_s in enumerate(DOUBLE_TALK_AFTER_S[:m]):
             layout = sessions.double_talk_turn(start, after_s, request)
             onset = layout.marks["interruption"]
             counted = True
             for name in ("off", "on"):
                 linear = f"echo.linear={'true' if name == 'on' else 'false'}"
-                summary, events = await run(models, layout.audio, (linear,), out / f"dt_{label}{i}_{name}", seed=SEED)
+                summary, events = await run(models, layout.audio, (linear,), out / f"dt_{label}{i}_{name}", seed=SEED,
+                                            reply=REPLIES[label])
                 barges, turns = summary["barge_ins"], summary["turns"]
                 latency = barges[0]["t"] - onset if barges else float("nan")
                 heard = turns[1].get("transcript") or "" if len(turns) > 1 else ""
@@ -257,7 +268,8 @@ async def double_talk(models: Models, m: int, out: Path) -> None:
                 rows.append(f"| {label} | {after_s} | {name} | {decision} | {heard or '-'} | "
                             f"{'yes' if kept else 'NO'} |")
             cases += counted
-    print(f"\n## Double talk: ask_who_are_you.wav over a short and a long reply ({LONG_REQUEST})\n")
+    print(f"\n## Double talk: ask_who_are_you.wav over a short and a long reply ({LONG_REQUEST} → a fixed reply of "
+          f"{len(REPLIES['long'])} characters)\n")
     print("| reply | after_s | linear canceller for the ASR | decision after the user's onset (s) | transcript | "
           "first words kept |")
     print("|---|---|---|---|---|---|")

@@ -1,8 +1,9 @@
 """Barge-in: deciding that the user is talking over the reply, and stopping the reply for it.
 
 The decision is either speech (a run of windows that starts above ``barge_in.threshold``, goes on
-while above ``barge_in.hold_threshold``, and lasts ``barge_in.min_speech_ms``, counted only after
-the echo window, ``speaking.echo_window_ms`` from
+while above ``barge_in.hold_threshold``, and lasts ``barge_in.min_speech_ms``, or sooner,
+``barge_in.sure_ms``, when its windows in a row all reach ``barge_in.sure_threshold``; counted only
+after the echo window, ``speaking.echo_window_ms`` from
 the start of playback, when the assistant mostly hears itself), or a stop word or wake word from
 the keyword spotter, unless the reply being spoken contains that very word (the assistant heard
 itself say it). Both checks are the echo defence's (``states/echo_defence.py``).
@@ -37,9 +38,10 @@ def make_detector(session: TurnContext, echo_window_from: int | None) -> OnsetDe
     """The barge-in decision for the current reply; muted for the echo window after playback starts."""
     cfg, rate = session.cfg, session.cfg.audio.sample_rate
     mute_until = 0 if echo_window_from is None else session.echo.window_end(echo_window_from)
-    return OnsetDetector(cfg.barge_in.min_speech_ms * rate // 1000, session.vad_window, cfg.barge_in.threshold,
-                         ignore_until=mute_until, hold=cfg.barge_in.hold_threshold,
-                         max_gap_samples=cfg.barge_in.max_gap_ms * rate // 1000)
+    b = cfg.barge_in
+    return OnsetDetector(b.min_speech_ms * rate // 1000, session.vad_window, b.threshold,
+                         ignore_until=mute_until, hold=b.hold_threshold, max_gap_samples=b.max_gap_ms * rate // 1000,
+                         sure=b.sure_threshold, sure_samples=b.sure_ms * rate // 1000)
 
 
 async def barge_in(session: TurnContext, reason: Reason, onset: int | None) -> None:

@@ -17,24 +17,32 @@ class OnsetDetector:
     a dip under ``hold`` of at most ``max_gap_samples`` (silero ends speech only after a pause, too):
     those windows do not count towards it, and the run keeps the onset where it began.
 
+    With ``sure``, a run also fires once ``sure_samples`` of windows in a row (counted ones) reach
+    that probability: speech that plain needs less time to be believed than speech the echo canceller
+    leaves doubtful.
+
     Windows ending at or before ``ignore_until`` (an echo window) never count towards the run, but
     a run that began inside it keeps its true onset, so the captured speech starts where it began.
     ``muted_runs`` counts the runs of speech the echo window muted (at least one window ignored).
     """
 
     def __init__(self, min_speech_samples: int, window_samples: int, threshold: float = 0.5,
-                 ignore_until: int = 0, hold: float | None = None, max_gap_samples: int = 0) -> None:
+                 ignore_until: int = 0, hold: float | None = None, max_gap_samples: int = 0,
+                 sure: float = 1.0, sure_samples: int = 0) -> None:
         self.min_speech = max(min_speech_samples, 1)
         self.window = window_samples
         self.threshold = threshold
         self.hold = threshold if hold is None else min(hold, threshold)
         self.ignore_until = ignore_until
         self.max_gap = max_gap_samples
+        self.sure = sure
+        self.sure_samples = sure_samples if sure_samples > 0 else None  # None: no early decision
         self.muted_runs = 0
         self._onset: int | None = None
         self._counted = 0
         self._ignored = 0
         self._gap = 0
+        self._sure = 0  # counted samples in a row at or above ``sure``
         self._skipping = False
 
     def skip_run(self) -> None:
@@ -43,7 +51,7 @@ class OnsetDetector:
 
     def prime(self, onset: int) -> None:
         """Speech is already going on since ``onset``: if it goes on long enough, that is the onset."""
-        self._onset, self._counted, self._ignored, self._gap = onset, 0, 0, 0
+        self._onset, self._counted, self._ignored, self._gap, self._sure = onset, 0, 0, 0, 0
 
     def feed(self, windows: Iterable[VadWindow]) -> int | None:
         """The absolute sample where the speech began, on the window that completes the run."""
@@ -53,6 +61,7 @@ class OnsetDetector:
                     self._gap += self.window  # a dip inside the run
                     continue
                 self._onset, self._counted, self._ignored, self._skipping, self._gap = None, 0, 0, False, 0
+                self._sure = 0
                 continue
             self._gap = 0
             if self._skipping:
@@ -61,11 +70,13 @@ class OnsetDetector:
                 self._onset = w.end - self.window
             if w.end > self.ignore_until:
                 self._counted += self.window
+                self._sure = self._sure + self.window if w.prob >= self.sure else 0
             else:
                 if not self._ignored:
                     self.muted_runs += 1
                 self._ignored += self.window
-            if self._counted >= self.min_speech:
+            if self._counted >= self.min_speech or (self.sure_samples and self._sure >= self.sure_samples):
                 onset, self._onset, self._counted, self._ignored, self._gap = self._onset, None, 0, 0, 0
+                self._sure = 0
                 return onset
         return None

@@ -17,7 +17,7 @@ from states.endpointer import Endpointer, EndpointPolicy
 from states.machine import STATES, TRANSITIONS
 from states.onset import OnsetDetector
 from states.state import VadWindow
-from tests.conftest import ROOT
+from tests.conftest import ROOT, make_config
 
 W = 512
 request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
@@ -254,3 +254,35 @@ def test_a_run_survives_a_short_dip_under_the_hold_threshold():
     # A pause longer than the gap ends the run.
     long_dip = [VadWindow((i + 1) * W, p) for i, p in enumerate([0.9, 0.9, 0.1, 0.1, 0.1, 0.9, 0.9, 0.9, 0.9])]
     assert OnsetDetector(4 * W, W, threshold=0.6, hold=0.3, max_gap_samples=2 * W).feed(long_dip) == 5 * W
+
+
+def test_plain_speech_decides_sooner_than_doubtful_speech():
+    # Measured over a long reply (切换前视, 3.0 s in): 0.51 then 0.93 0.98 0.99 0.99 1.00 … decided 0.44 s after
+    # the onset by the 224 ms run; four windows in a row at 0.95 decide after 128 ms.
+    probs = [0.51, 0.93, 0.98, 0.99, 0.99, 1.00, 0.99, 0.96, 0.89]
+    run = [VadWindow((i + 1) * W, p) for i, p in enumerate(probs)]
+    sure = OnsetDetector(7 * W, W, threshold=0.6, hold=0.3, sure=0.95, sure_samples=4 * W)
+    fired = [i for i, w in enumerate(run) if sure.feed([w]) is not None]
+    assert fired == [5]  # 0.98 0.99 0.99 1.00: the fourth in a row at 0.95, with the onset kept at 0.93's window
+    plain = OnsetDetector(7 * W, W, threshold=0.6, hold=0.3)
+    assert [i for i, w in enumerate(run) if plain.feed([w]) is not None] == [7]
+    # A window under sure breaks the streak: doubtful speech still needs the whole run.
+    doubtful = [VadWindow((i + 1) * W, p) for i, p in enumerate([0.96, 0.97, 0.80, 0.96, 0.97, 0.98, 0.70])]
+    assert OnsetDetector(8 * W, W, threshold=0.6, sure=0.95, sure_samples=4 * W).feed(doubtful) is None
+    # Windows inside the echo window never count towards the streak.
+    muted = OnsetDetector(7 * W, W, threshold=0.6, sure=0.95, sure_samples=4 * W, ignore_until=3 * W)
+    assert muted.feed([VadWindow((i + 1) * W, 0.99) for i in range(6)]) is None
+    assert muted.feed([VadWindow(7 * W, 0.99)]) == 0
+
+
+@pytest.mark.parametrize(("settings", "expected"), [
+    (("barge_in.sure_threshold=0.9", "barge_in.sure_ms=96"), (0.9, 96 * 16)),
+    (("barge_in.sure_ms=0",), (0.95, None)),
+])
+def test_the_barge_in_detector_takes_the_sure_settings(settings: tuple[str, ...], expected: tuple) -> None:
+    from types import SimpleNamespace
+
+    from states.barge_in import make_detector
+
+    detector = make_detector(SimpleNamespace(cfg=make_config(*settings), vad_window=W), None)  # type: ignore[arg-type]
+    assert (detector.sure, detector.sure_samples) == expected
