@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from assistant.commands.npu import spoken_cer, toolkit_python
-from assistant.text.cer import cer
+from assistant.text.cer import cer, ser
 from models.assets import Assets
 from models.files import sha256
 from models.manifest import BUILT_MANIFEST, built
@@ -77,6 +77,13 @@ def test_a_number_heard_as_digits_is_not_an_error_of_the_voice() -> None:
     assert spoken_cer("再把空调调到二十六度。", "再把空调调到26度") == 0
     assert spoken_cer("明天早上七点叫我起床", "明天早上7点叫我气床") == 0.1
     assert cer("再把空调调到二十六度。", "再把空调调到26度") == 0.3  # as written: 二十六 against 26
+
+
+def test_a_homophone_is_no_syllable_error() -> None:
+    # Heard in the simulator's round trip: 香椒 sounds as 香蕉 does, 下隔 does not sound as 价格.
+    assert ser("苹果和香蕉", "苹果和香椒") == 0 < cer("苹果和香蕉", "苹果和香椒")
+    assert ser("价格也不贵", "下隔也不贵") == pytest.approx(1 / 5)
+    assert ser("空调调到二十六度", "空调调到26度") == 0  # digits are read out as they are said
 
 
 def test_cer_counts_characters_and_ignores_punctuation() -> None:

@@ -36,7 +36,7 @@ from assistant.audio.resample import resample
 from assistant.audio.wav import read_wav
 from assistant.backends import assets_for
 from assistant.config import Config
-from assistant.text.cer import cer
+from assistant.text.cer import cer, ser
 from models.assets import Assets
 from models.protocols import ModelError
 
@@ -352,10 +352,11 @@ def _score_kokoro(assets: Assets, results: list[dict[str, Any]], kokoro: dict[st
                 ref = np.concatenate([a for a, o in zip(kokoro["wholes"], kokoro["owners"], strict=True) if o == i])
                 heard = asyncio.run(asr.transcribe(resample(mine, 24000, asr.sample_rate)))
                 per.append({"text": text, "heard": heard, "cer": round(spoken_cer(text, heard), 3),
-                            "cer_as_written": round(cer(text, heard), 3),
+                            "cer_as_written": round(cer(text, heard), 3), "ser": round(ser(text, heard), 3),
                             "log_mel_db": round(log_mel_distance(mine, ref), 2)})
             scores[name] = {"cer": round(float(np.mean([p["cer"] for p in per])), 3),
                             "cer_as_written": round(float(np.mean([p["cer_as_written"] for p in per])), 3),
+                            "ser": round(float(np.mean([p["ser"] for p in per])), 3),
                             "log_mel_db": round(float(np.mean([p["log_mel_db"] for p in per])), 2),
                             "sentences": per}
     finally:
