@@ -88,4 +88,4 @@ def test_the_spliced_first_clause_still_reads_right(tts: KokoroTts, assets) -> N
 def test_the_head_is_long_enough_for_the_rest_to_be_ready() -> None:
     short, long = ks.Span(0, 8, 40), ks.Span(0, 8, 208)
     assert ks.head_frames(short, 16) == 16
-    assert ks.head_frames(long, 16) == 63  # 30 % of the 208 frames decoded: ≈ 7 ms for each 25 ms frame
+    assert ks.head_frames(long, 16) == 73  # 35 % of the 208 frames: the whole span is decoded at 7–9 ms a 25 ms frame
