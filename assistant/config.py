@@ -117,6 +117,10 @@ class BargeInConfig:
     sure_threshold: float = _opt(0.95, "Windows this sure of speech interrupt sooner (barge_in.sure_ms).",
                                  lo=0.05, hi=1.0)
     sure_ms: int = _opt(128, "Speech this long, every window at sure_threshold, interrupts (0: off).", lo=0, hi=3000)
+    double_talk: bool = _opt(True, "With echo.linear: a window the linear canceller finds the user in (over the "
+                                   "reply's echo) needs only double_talk_threshold.")
+    double_talk_threshold: float = _opt(0.05, "Speech probability a double-talk window needs to count as speech.",
+                                        lo=0.01, hi=0.99)
     stop_words: tuple[str, ...] = _opt(("停", "别说了", "闭嘴"), "Words that stop a reply (Chinese characters).",
                                        allow_empty=True)
     stop_timeout_ms: int = _opt(200, "Longest wait for playback to stop after an interruption.",

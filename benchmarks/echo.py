@@ -234,8 +234,9 @@ async def barge_in_latency(models: Models, m: int, out: Path) -> None:
 
 def reply_over(events: Events, onset: float) -> bool:
     """Had the first reply finished playing before a barge-in could be decided (``barge_in.min_speech_ms``
-    after the user's onset), so that there was nothing to interrupt?"""
-    ended = next((e["t"] for e in events if e["type"] == "playback_finished"), None)
+    after the user's onset), so that there was nothing to interrupt? (A reply a barge-in stopped
+    sooner than that was interrupted, not over.)"""
+    ended = next((e["t"] for e in events if e["type"] == "playback_finished" and not e.get("interrupted")), None)
     return ended is not None and ended <= onset + make_config(*HANDS_FREE).barge_in.min_speech_ms / 1000
 
 

@@ -2,7 +2,8 @@
 
 The decision is either speech (a run of windows that starts above ``barge_in.threshold``, goes on
 while above ``barge_in.hold_threshold``, and lasts ``barge_in.min_speech_ms``, or sooner,
-``barge_in.sure_ms``, when its windows in a row all reach ``barge_in.sure_threshold``; counted only
+``barge_in.sure_ms``, when its windows in a row all reach ``barge_in.sure_threshold``; a window the
+linear canceller finds the user in counts from ``barge_in.double_talk_threshold`` on; counted only
 after the echo window, ``speaking.echo_window_ms`` from
 the start of playback, when the assistant mostly hears itself), or a stop word or wake word from
 the keyword spotter, unless the reply being spoken contains that very word (the assistant heard
@@ -41,7 +42,8 @@ def make_detector(session: TurnContext, echo_window_from: int | None) -> OnsetDe
     b = cfg.barge_in
     return OnsetDetector(b.min_speech_ms * rate // 1000, session.vad_window, b.threshold,
                          ignore_until=mute_until, hold=b.hold_threshold, max_gap_samples=b.max_gap_ms * rate // 1000,
-                         sure=b.sure_threshold, sure_samples=b.sure_ms * rate // 1000)
+                         sure=b.sure_threshold, sure_samples=b.sure_ms * rate // 1000,
+                         talk=b.double_talk_threshold if b.double_talk else None)
 
 
 async def barge_in(session: TurnContext, reason: Reason, onset: int | None) -> None:

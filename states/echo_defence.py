@@ -9,7 +9,8 @@ one can be switched off in ``[echo]`` and ``[speaking]``, and each publishes ``E
    with no suppressor: a request that begins over the reply, or just after it, is cut from that one
    for the ASR, because the suppressor muffles the user's first syllables there. Away from playback
    the ASR hears the microphone as captured (``echo.asr_hears``): AEC3's filters cost Whisper even
-   when nothing was played.
+   when nothing was played. The linear canceller also tells double talk (``talk()``): a chunk in which
+   it finds the user over the echo lets a muffled barge-in count (``barge_in.double_talk``).
 2. The echo window: for ``speaking.echo_window_ms`` after playback starts, speech cannot barge in;
    and its mirror after a barge-in: for ``echo.tail_ms`` after playback stopped, quiet does not end
    the new utterance (AEC3 still suppresses the reply's tail, and the user under it).
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from assistant.audio.double_talk import DoubleTalk
 from assistant.audio.history import AudioHistory
 from assistant.audio.protocols import Samples
 from assistant.events import EchoCancelled, EchoIgnored, Event, EventBus, PlaybackFinished, TextChunk
@@ -45,11 +47,15 @@ log = structlog.get_logger("echo")
 class EchoDefence:
     """The session's echo defence: its cancellers, its memory of what was said, and its checks."""
 
-    def __init__(self, cfg: Config, clock: SampleClock, bus: EventBus, history_samples: int) -> None:
+    def __init__(self, cfg: Config, clock: SampleClock, bus: EventBus, history_samples: int,
+                 vad_window: int = 512) -> None:
         self.cfg, self.clock, self.bus = cfg, clock, bus
         self.canceller = _canceller(cfg)
         self.linear = _linear(cfg) if self.canceller is not None else None
         self.linear_history = AudioHistory(history_samples) if self.linear is not None else None
+        # double talk, from the linear canceller: the user heard over the reply, judged per VAD window
+        self.double_talk = (DoubleTalk(cfg.audio.sample_rate, vad_window)
+                            if self.linear is not None and cfg.barge_in.double_talk else None)
         self.microphone = cfg.echo.asr_hears == "microphone"  # the ASR hears the raw microphone away from playback
         self.spoken: deque[list[str]] = deque(maxlen=2)  # the text of the last two replies, by chunk
         self.playing = False
@@ -61,9 +67,15 @@ class EchoDefence:
         """The microphone chunk without the echo of ``played`` (what the speaker played meanwhile)."""
         if self.linear is not None and self.linear_history is not None:
             linear = self.linear.process(mic, played)  # fed always, so it stays adapted to the room
+            if self.double_talk is not None:
+                self.double_talk.feed(mic, linear, played, self.linear.lag)
             near = not self.microphone or self.near_playback(self.clock.samples)
             self.linear_history.append(linear if near else mic)
         return mic if self.canceller is None else self.canceller.process(mic, played)
+
+    def talk(self, end: int) -> bool:
+        """Did the linear canceller find the user over the reply's echo in the VAD window ending at ``end``?"""
+        return self.double_talk is not None and self.double_talk.at(end)
 
     def heard(self, history: AudioHistory, start: int, stop: int) -> Samples:
         """Samples ``[start, stop)`` for the ASR: from the linear canceller when the speech began while

@@ -21,6 +21,10 @@ class OnsetDetector:
     that probability: speech that plain needs less time to be believed than speech the echo canceller
     leaves doubtful.
 
+    With ``talk``, a window the linear canceller marks as double talk (``VadWindow.talk``) counts as
+    reaching ``threshold`` once its probability reaches ``talk``: the user talking over the reply
+    comes out of AEC3 too muffled for silero to be sure of them.
+
     Windows ending at or before ``ignore_until`` (an echo window) never count towards the run, but
     a run that began inside it keeps its true onset, so the captured speech starts where it began.
     ``muted_runs`` counts the runs of speech the echo window muted (at least one window ignored).
@@ -28,7 +32,7 @@ class OnsetDetector:
 
     def __init__(self, min_speech_samples: int, window_samples: int, threshold: float = 0.5,
                  ignore_until: int = 0, hold: float | None = None, max_gap_samples: int = 0,
-                 sure: float = 1.0, sure_samples: int = 0) -> None:
+                 sure: float = 1.0, sure_samples: int = 0, talk: float | None = None) -> None:
         self.min_speech = max(min_speech_samples, 1)
         self.window = window_samples
         self.threshold = threshold
@@ -37,6 +41,7 @@ class OnsetDetector:
         self.max_gap = max_gap_samples
         self.sure = sure
         self.sure_samples = sure_samples if sure_samples > 0 else None  # None: no early decision
+        self.talk = talk
         self.muted_runs = 0
         self._onset: int | None = None
         self._counted = 0
@@ -56,7 +61,8 @@ class OnsetDetector:
     def feed(self, windows: Iterable[VadWindow]) -> int | None:
         """The absolute sample where the speech began, on the window that completes the run."""
         for w in windows:
-            if w.prob < (self.hold if self._onset is not None else self.threshold):
+            prob = max(w.prob, self.threshold) if self.talk is not None and w.talk and w.prob >= self.talk else w.prob
+            if prob < (self.hold if self._onset is not None else self.threshold):
                 if self._onset is not None and self._gap + self.window <= self.max_gap:
                     self._gap += self.window  # a dip inside the run
                     continue
@@ -70,7 +76,7 @@ class OnsetDetector:
                 self._onset = w.end - self.window
             if w.end > self.ignore_until:
                 self._counted += self.window
-                self._sure = self._sure + self.window if w.prob >= self.sure else 0
+                self._sure = self._sure + self.window if prob >= self.sure else 0
             else:
                 if not self._ignored:
                     self.muted_runs += 1

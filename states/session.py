@@ -72,8 +72,8 @@ class Session:
         rate = cfg.audio.sample_rate
         held = int((cfg.listening.max_utterance_s + 5) * rate)
         self.history = AudioHistory(held)  # what the states hear: the microphone through AEC3
-        self.echo = EchoDefence(cfg, clock, bus, held)
         self.vad_window = backends.vad.window_samples
+        self.echo = EchoDefence(cfg, clock, bus, held, self.vad_window)
         self.turn_id = ""
         self._turns = itertools.count(1)
         self._vad_windows = 0
@@ -182,7 +182,8 @@ class Session:
         out = []
         for prob in probs:
             self._vad_windows += 1
-            out.append(VadWindow(end=self._vad_windows * self.vad_window, prob=prob))
+            end = self._vad_windows * self.vad_window
+            out.append(VadWindow(end=end, prob=prob, talk=self.echo.talk(end)))
         return out
 
     # -- noise ----------------------------------------------------------------------------------

@@ -12,10 +12,12 @@ from states.inputs import Input
 
 @dataclass(frozen=True)
 class VadWindow:
-    """The VAD's speech probability for the window that ends at absolute sample ``end``."""
+    """The VAD's speech probability for the window that ends at absolute sample ``end``; ``talk``: the
+    linear canceller found more than the reply's echo in it (``assistant/audio/double_talk.py``)."""
 
     end: int
     prob: float
+    talk: bool = False
 
 
 class State:

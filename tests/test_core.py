@@ -275,6 +275,36 @@ def test_plain_speech_decides_sooner_than_doubtful_speech():
     assert muted.feed([VadWindow(7 * W, 0.99)]) == 0
 
 
+def test_double_talk_windows_count_from_the_double_talk_threshold():
+    # Measured over the long reply (2.5 s in) after AEC3: the user's 告诉我 reads 0.08 0.28 0.37 0.60 0.52
+    # 0.39 0.13 … while the linear canceller finds them over the echo in most windows.
+    probs = [0.08, 0.28, 0.37, 0.60, 0.52, 0.39, 0.13, 0.06, 0.15, 0.59]
+    talk = [True, True, True, True, False, False, False, True, True, True]
+    run = [VadWindow((i + 1) * W, p, t) for i, (p, t) in enumerate(zip(probs, talk, strict=True))]
+    lenient = OnsetDetector(7 * W, W, threshold=0.6, hold=0.3, max_gap_samples=2 * W, talk=0.05)
+    assert [i for i, w in enumerate(run) if lenient.feed([w]) is not None] == [7]  # 0.13 is a dip; 0.06 the 7th
+    assert lenient.feed([]) is None
+    strict = OnsetDetector(7 * W, W, threshold=0.6, hold=0.3, max_gap_samples=2 * W)  # no double-talk test
+    assert [i for i, w in enumerate(run) if strict.feed([w]) is not None] == []
+    # The mark alone is not enough: silero must hear something (0.05 here).
+    silent = [VadWindow((i + 1) * W, 0.02, True) for i in range(10)]
+    assert OnsetDetector(7 * W, W, threshold=0.6, hold=0.3, talk=0.05).feed(silent) is None
+
+
+@pytest.mark.parametrize(("settings", "expected"), [
+    ((), 0.05),
+    (("barge_in.double_talk_threshold=0.2",), 0.2),
+    (("barge_in.double_talk=false",), None),
+])
+def test_the_barge_in_detector_takes_the_double_talk_settings(settings: tuple[str, ...], expected: float | None):
+    from types import SimpleNamespace
+
+    from states.barge_in import make_detector
+
+    detector = make_detector(SimpleNamespace(cfg=make_config(*settings), vad_window=W), None)  # type: ignore[arg-type]
+    assert detector.talk == expected
+
+
 @pytest.mark.parametrize(("settings", "expected"), [
     (("barge_in.sure_threshold=0.9", "barge_in.sure_ms=96"), (0.9, 96 * 16)),
     (("barge_in.sure_ms=0",), (0.95, None)),

@@ -170,3 +170,26 @@ def test_the_echo_window_ends_its_length_after_playback_starts():
     assert d.echo.window_end(16000) == 16000 + 4000
     d.echo.window_muted()
     assert d.ignored() == [("echo_window", "speech right after playback started")]
+
+
+@pytest.mark.parametrize(("overrides", "finds"), [
+    ((), True),
+    (("barge_in.double_talk=false",), False),
+    (("echo.linear=false",), False),
+])
+def test_the_linear_canceller_tells_the_user_over_the_reply(overrides, finds):
+    played = real("car_commands_68s.wav")[:7 * RATE]  # speech all through, unlike greeting_10s
+    user = np.zeros_like(played)
+    request = real("ask_who_are_you.wav")
+    user[4 * RATE:4 * RATE + len(request)] = request[:3 * RATE]
+    mic = user.copy()
+    mic[640:] += 0.5 * played[:-640]
+    d = Defence("echo.cancel=true", *overrides)
+    talk = []
+    for end in range(CHUNK, len(mic) + 1, CHUNK):  # asked as the session asks: right after each window
+        d.hear(mic[end - CHUNK:end], played[end - CHUNK:end])
+        talk += [end] if d.echo.talk(end) else []
+    if finds:
+        assert len(talk) > 30 and min(talk) >= 4 * RATE  # the user's windows only (measured 56–59 of 64–69)
+    else:
+        assert talk == []

@@ -78,6 +78,7 @@ class LinearEchoCanceller:
         self._pending = np.zeros((2, 0), np.int16)  # microphone, reference: less than a frame
         self._ready = np.zeros(0, np.float32)
         self._started = False
+        self.lag = 0  # samples the output lags the microphone by (fixed by the first chunk's length)
 
     def process(self, mic: Samples, reference: Samples) -> Samples:
         """``mic`` without the linear echo of ``reference``: as many samples as given."""
@@ -89,6 +90,7 @@ class LinearEchoCanceller:
             self._started = True
             if len(mic) % self.frame:
                 self._ready = np.zeros(self.frame, np.float32)
+                self.lag = self.frame
         both = np.clip(np.stack([mic, reference]) * INT16, -INT16 - 1, INT16).astype(np.int16)
         pending = np.ascontiguousarray(np.concatenate([self._pending, both], axis=1))
         whole = pending.shape[1] - pending.shape[1] % self.frame
