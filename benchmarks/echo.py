@@ -17,7 +17,10 @@ with the microphone hearing the reply at gain 0.5, 40 ms late, as the hands-free
 - Double talk: a real request (ask_who_are_you.wav, 告诉我，你是谁？你叫什么名字？) said over the
   reply, ``after_s`` after its first audio, with the linear canceller for the ASR off and on. Kept:
   the transcript still holds the request's first words (告诉我，你是谁 matches a span of it at 0.8 or
-  better, pinyin-aware, so a homophone is no miss).
+  better, pinyin-aware, so a homophone is no miss). Then the same over the session's second reply
+  (the first request asked twice, the second time after the first reply has ended), all layers on:
+  there the linear canceller has learnt the room from the first reply, as in a household's
+  evening, where the first double talk above meets it still learning.
 """
 
 from __future__ import annotations
@@ -102,10 +105,11 @@ def events_of(out: Path) -> Events:
 
 
 async def run(models: Models, audio: Any, overrides: tuple[str, ...], out: Path, *, seed: int,
-              subscribers: tuple[Subscriber, ...] = (), reply: str | None = None) -> tuple[dict[str, Any], Events]:
+              subscribers: tuple[Subscriber, ...] = (), reply: str | None = None,
+              replies: int = 1) -> tuple[dict[str, Any], Events]:
     """One replay with the real models and a freshly loaded LLM (so its sampling starts from ``seed``),
-    or with the first reply fixed to ``reply``."""
-    llm: Any = LlamaLlm(models["gguf"], seed=seed, max_tokens=60) if reply is None else ScriptedLlm(reply)
+    or with the first ``replies`` replies fixed to ``reply``."""
+    llm: Any = LlamaLlm(models["gguf"], seed=seed, max_tokens=60) if reply is None else ScriptedLlm(*[reply] * replies)
     llm.load()
     models["vad"].reset()
     chain = Backends(vad=models["vad"], asr=models["asr"], llm=llm, tts=models["tts"], kws=models["kws"])
@@ -282,6 +286,64 @@ async def double_talk(models: Models, m: int, out: Path) -> None:
               f"first words kept {c['kept']} / {cases}")
 
 
+async def second_reply(models: Models, request: tuple[Any, float], out: Path,
+                       reply: str) -> tuple[sessions.Layout, float]:
+    """The request, and once its reply (``reply``, the real TTS) has ended the request again: the
+    session up to the second request, and when the second reply starts playing (two probe runs)."""
+    audio, onset = request
+
+    async def probe(layout: sessions.Layout, name: str) -> Events:
+        models["vad"].reset()
+        chain = Backends(vad=models["vad"], asr=ScriptedAsr(LONG_REQUEST, LONG_REQUEST),
+                         llm=ScriptedLlm(reply, reply), tts=models["tts"], kws=models["kws"])
+        await replay(Parts(make_config(*HANDS_FREE), chain), layout.audio, out / name)
+        return events_of(out / name)
+
+    def asked(again_at: float | None) -> sessions.Layout:
+        layout = sessions.Layout().pause(0.5).add(audio, "request", onset)
+        return layout if again_at is None else layout.pause_until(again_at).add(audio, "again", onset)
+
+    ended = next(e["t"] for e in await probe(asked(None).pause(20.0), "warm_probe1")
+                 if e["type"] == "playback_finished")
+    started = [e["t"] for e in await probe(asked(ended + 0.6).pause(20.0), "warm_probe2")
+               if e["type"] == "playback_started"]
+    return asked(ended + 0.6), started[1]
+
+
+async def double_talk_warm(models: Models, m: int, out: Path) -> None:
+    """The double talk over the session's second reply: the linear canceller has learnt the room."""
+    request = (await sessions.spoken(models["tts"], LONG_REQUEST), 0.0)
+    rows: list[str] = []
+    c = Counter[str]()
+    cases = 0
+    for label in ("short", "long"):
+        before, start = await second_reply(models, request, out, REPLIES[label])
+        for i, after_s in enumerate(DOUBLE_TALK_AFTER_S[:m]):
+            layout = sessions.Layout().add(before.audio)
+            layout.pause_until(start + after_s - sessions.ONSET_S["ask_who_are_you.wav"])
+            layout = layout.clip("ask_who_are_you.wav", "interruption").pause(12.0)
+            onset = layout.marks["interruption"]
+            summary, events = await run(models, layout.audio, (), out / f"dtw_{label}{i}", seed=SEED,
+                                        reply=REPLIES[label], replies=2)
+            barges, turns = summary["barge_ins"], summary["turns"]
+            latency = barges[0]["t"] - onset if barges else float("nan")
+            heard = turns[2].get("transcript") or "" if len(turns) > 2 else ""
+            kept = match(FIRST_WORDS, [heard]).score >= KEPT
+            over = reply_over([e for e in events if e["t"] > start - 0.01], onset)
+            if not over:
+                cases += 1
+                c.update(decided=bool(barges), fast=0 < latency <= 0.4, kept=kept)
+            rows.append(f"| {label} | {after_s} | {'reply over' if over else f'{latency:.3f}'} | {heard or '-'} | "
+                        f"{'yes' if kept else 'NO'} |")
+    print(f"\n## Double talk over the session's second reply ({LONG_REQUEST} asked again after the first reply; "
+          "all layers on: the linear canceller has learnt the room)\n")
+    print("| reply | after_s | decision after the user's onset (s) | transcript | first words kept |")
+    print("|---|---|---|---|---|")
+    print("\n".join(rows))
+    print(f"\nOver the second reply ({cases} sessions): decided {c['decided']} / {cases}, within 0.4 s "
+          f"{c['fast']} / {cases}, first words kept {c['kept']} / {cases}")
+
+
 def cpu_name() -> str:
     info = Path("/proc/cpuinfo")
     names = [line.split(":", 1)[1].strip() for line in info.read_text().splitlines()
@@ -312,6 +374,7 @@ async def main(args: argparse.Namespace) -> None:
                 await barge_in_latency(models, args.barge_ins, Path(tmp))
             if args.double_talk:
                 await double_talk(models, args.double_talk, Path(tmp))
+                await double_talk_warm(models, args.double_talk, Path(tmp))
     finally:
         for name in ("vad", "kws", "asr", "tts"):
             models[name].close()
