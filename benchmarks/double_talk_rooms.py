@@ -29,10 +29,16 @@ from scipy.signal import fftconvolve  # noqa: E402
 
 from assistant.audio.double_talk import DoubleTalk, power  # noqa: E402
 from assistant.audio.linear_echo import LinearEchoCanceller  # noqa: E402
-from tests.conftest import real  # noqa: E402
+from assistant.audio.wav import read_wav  # noqa: E402
 
 RATE, CHUNK, WINDOW = 16000, 320, 512
+REAL = ROOT.parent / "shared" / "audio" / "real"
 SPEAKER_OFFSET = (0.5, 0.3, -0.5)  # from the microphone, m: about 0.6 m away, lower
+
+
+def real(name: str) -> np.ndarray:
+    """A real recording from ../shared/audio/real/ at 16 kHz."""
+    return read_wav(REAL / name, RATE)
 
 
 def microphone(room: str, played: np.ndarray, user: np.ndarray) -> np.ndarray:
