@@ -9,7 +9,7 @@ one can be switched off in ``[echo]`` and ``[speaking]``, and each publishes ``E
    with no suppressor: a request that begins over the reply, or just after it, is cut from that one
    for the ASR, because the suppressor muffles the user's first syllables there. Away from playback
    the ASR hears the microphone as captured (``echo.asr_hears``): AEC3's filters cost Whisper even
-   when nothing was played. The linear canceller also tells double talk (``talk()``): a chunk in which
+   when nothing was played. The linear canceller also tells double talk (``talk()``): a window in which
    it finds the user over the echo lets a muffled barge-in count (``barge_in.double_talk``).
 2. The echo window: for ``speaking.echo_window_ms`` after playback starts, speech cannot barge in;
    and its mirror after a barge-in: for ``echo.tail_ms`` after playback stopped, quiet does not end
