@@ -169,6 +169,10 @@ class EchoCancelled(Event):
     echo_chunks: int
     acted_chunks: int
     erle_db: float | None
+    # the linear canceller's double-talk test (None when it is off): windows it marked as the user
+    # over the reply, and whether it learnt the room at all (if not, it could mark none)
+    double_talk_windows: int | None = None
+    linear_learnt: bool | None = None
 
 
 @dataclass(frozen=True)

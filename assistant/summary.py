@@ -90,7 +90,8 @@ def _echo_defence(records: list[dict[str, Any]]) -> dict[str, Any]:
         if r["type"] == "echo_ignored":
             out[r["layer"]] += 1
         elif r["type"] == "echo_cancelled":
-            out["canceller"] = {k: r[k] for k in ("chunks", "echo_chunks", "acted_chunks", "erle_db")}
+            out["canceller"] = {k: r.get(k) for k in ("chunks", "echo_chunks", "acted_chunks", "erle_db",
+                                                       "double_talk_windows", "linear_learnt")}
     return out
 
 

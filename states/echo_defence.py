@@ -90,8 +90,11 @@ class EchoDefence:
         if self.canceller is None:
             return None
         st = self.canceller.stats
+        talk = self.double_talk
         return EchoCancelled(chunks=st.chunks, echo_chunks=st.echo_chunks, acted_chunks=st.acted_chunks,
-                             erle_db=None if st.erle_db is None else round(st.erle_db, 1))
+                             erle_db=None if st.erle_db is None else round(st.erle_db, 1),
+                             double_talk_windows=None if talk is None else talk.marked,
+                             linear_learnt=None if talk is None else talk.was_learnt)
 
     def close(self) -> None:
         if self.linear is not None:

@@ -189,7 +189,11 @@ def test_the_linear_canceller_tells_the_user_over_the_reply(overrides, finds):
     for end in range(CHUNK, len(mic) + 1, CHUNK):  # asked as the session asks: right after each window
         d.hear(mic[end - CHUNK:end], played[end - CHUNK:end])
         talk += [end] if d.echo.talk(end) else []
+    counted = d.echo.cancelled()
+    assert counted is not None
     if finds:
         assert len(talk) > 30 and min(talk) >= 4 * RATE  # the user's windows only (measured 56–59 of 64–69)
+        assert counted.double_talk_windows == len(talk) and counted.linear_learnt  # summary.json's account
     else:
         assert talk == []
+        assert counted.double_talk_windows is None and counted.linear_learnt is None

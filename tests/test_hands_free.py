@@ -84,6 +84,7 @@ async def test_one_turn_with_echo_and_nobody_talking_over_it_has_no_barge_in(tal
     assert reply_s["reply"]
     canceller = r.summary["echo_defence"]["canceller"]
     assert canceller["echo_chunks"] > 10 and canceller["erle_db"] > 10
+    assert canceller["double_talk_windows"] == 0  # nobody talked over the reply
 
 
 async def test_speech_over_the_reply_barges_in_from_its_onset(talk, run_replay, models, stop_timer):
@@ -156,9 +157,13 @@ async def test_a_request_over_a_learnt_echo_is_decided_from_the_linear_canceller
     for on in ("true", "false"):
         r = await talk(layout.audio, f"barge_in.double_talk={on}", llm=ScriptedLlm(RECIPE))
         decided[on] = r.first("barge_in")["t"] - onset
+        marked = r.summary["echo_defence"]["canceller"]["double_talk_windows"]
         if on == "true":
             heard = transcripts(r)[1]
             assert match("告诉我，你是谁", [heard]).score >= 0.8, heard
+            assert marked > 0
+        else:
+            assert marked is None
     assert decided["true"] <= 0.4  # measured 0.16 s
     assert decided["true"] < decided["false"]  # measured 1.28 s
 

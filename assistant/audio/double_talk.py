@@ -47,7 +47,7 @@ def power(samples: Samples) -> float:
 
 def db(p: float) -> float:
     """A power in dB, at least ``SILENCE_DB``."""
-    return max(SILENCE_DB, 10.0 * np.log10(p)) if p > 0 else SILENCE_DB
+    return max(SILENCE_DB, 10.0 * float(np.log10(p))) if p > 0 else SILENCE_DB
 
 
 class DoubleTalk:
@@ -66,6 +66,8 @@ class DoubleTalk:
         self._lagged = np.zeros((2, 0), np.float32)  # microphone and played not yet matched by output
         self._fed = 0  # samples judged so far
         self._judged: deque[tuple[int, bool]] = deque(maxlen=64)  # (window end, double talk)
+        self.marked = 0  # windows judged double talk so far
+        self.was_learnt = False  # has the canceller learnt the room at some point?
 
     @property
     def loud_db(self) -> float:
@@ -104,7 +106,10 @@ class DoubleTalk:
             return False  # nothing to cancel: the reply is silent (or over)
         heard = power(mic)
         ratio = db(power(linear)) - db(heard)
-        talk = ratio >= NEAR_DB and db(heard) >= self.loud_db and self.learnt
+        learnt = self.learnt
+        self.was_learnt = self.was_learnt or learnt
+        talk = bool(ratio >= NEAR_DB and db(heard) >= self.loud_db and learnt)
+        self.marked += int(talk)
         if not talk:  # after the test, and only echo: the user's windows never vouch for the canceller
             self._mics.append(heard)
             self._ratios.append(ratio)

@@ -90,7 +90,8 @@ class StatusBoard:
             self.counters[f"echo_{event.layer}"] += 1
         elif isinstance(event, EchoCancelled):
             self.canceller = {"chunks": event.chunks, "echo_chunks": event.echo_chunks,
-                              "acted_chunks": event.acted_chunks, "erle_db": event.erle_db}
+                              "acted_chunks": event.acted_chunks, "erle_db": event.erle_db,
+                              "double_talk_windows": event.double_talk_windows, "linear_learnt": event.linear_learnt}
         elif isinstance(event, BargeIn):
             self.counters[f"barge_in_{event.reason}"] += 1
         elif isinstance(event, NoiseRejected):
