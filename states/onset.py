@@ -56,18 +56,26 @@ class OnsetDetector:
 
     def prime(self, onset: int) -> None:
         """Speech is already going on since ``onset``: if it goes on long enough, that is the onset."""
+        self._restart(onset)
+
+    def _restart(self, onset: int | None) -> None:
+        """A new run from ``onset`` (None: no run), nothing of it counted yet."""
         self._onset, self._counted, self._ignored, self._gap, self._sure = onset, 0, 0, 0, 0
+
+    def _prob(self, w: VadWindow) -> float:
+        """The window's probability, lifted to ``threshold`` where double talk vouches for it."""
+        return max(w.prob, self.threshold) if self.talk is not None and w.talk and w.prob >= self.talk else w.prob
 
     def feed(self, windows: Iterable[VadWindow]) -> int | None:
         """The absolute sample where the speech began, on the window that completes the run."""
         for w in windows:
-            prob = max(w.prob, self.threshold) if self.talk is not None and w.talk and w.prob >= self.talk else w.prob
+            prob = self._prob(w)
             if prob < (self.hold if self._onset is not None else self.threshold):
                 if self._onset is not None and self._gap + self.window <= self.max_gap:
                     self._gap += self.window  # a dip inside the run
                     continue
-                self._onset, self._counted, self._ignored, self._skipping, self._gap = None, 0, 0, False, 0
-                self._sure = 0
+                self._restart(None)
+                self._skipping = False
                 continue
             self._gap = 0
             if self._skipping:
@@ -82,7 +90,7 @@ class OnsetDetector:
                     self.muted_runs += 1
                 self._ignored += self.window
             if self._counted >= self.min_speech or (self.sure_samples and self._sure >= self.sure_samples):
-                onset, self._onset, self._counted, self._ignored, self._gap = self._onset, None, 0, 0, 0
-                self._sure = 0
+                onset = self._onset
+                self._restart(None)
                 return onset
         return None
