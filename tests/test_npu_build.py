@@ -86,6 +86,28 @@ def test_a_homophone_is_no_syllable_error() -> None:
     assert ser("空调调到二十六度", "空调调到26度") == 0  # digits are read out as they are said
 
 
+def test_a_rendering_is_scored_by_both_judges_and_read_back_by_the_benchmark(tmp_path: Path) -> None:
+    from assistant.commands.npu import _rendering
+
+    rng = np.random.default_rng(0)
+    voice = rng.normal(0, 0.1, 24000).astype(np.float32)
+    texts = ("我最喜欢的水果是苹果和香蕉", "这家饭馆的菜很好吃")
+    beam = ["我最喜欢的水果是苹果和香蕉", "这家饭馆的菜很好吃"]
+    greedy = ["我最喜欢的水果是苹果和香椒", "这家饭馆的菜很好"]
+    scores = _rendering(texts, [voice, voice], [voice, voice * 0.5], beam, greedy)
+    assert scores["cer"] == 0 and scores["judge"] == "Whisper base, int8, beam 5"
+    assert scores["greedy"]["cer"] == pytest.approx((1 / 13 + 1 / 9) / 2, abs=1e-3)
+    assert scores["greedy"]["ser"] == pytest.approx(1 / 18, abs=1e-3)  # 香椒 is no syllable error
+    assert scores["sentences"][0]["log_mel_db"] == 0 < scores["sentences"][1]["log_mel_db"]
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps({"results": [{"model": "kokoro-decoder-window", "precision": "reference",
+                                               "rendering": {"whole-cpu": scores}}]}, ensure_ascii=False))
+    printed = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "npu_round_trip.py"), str(report)],
+                             capture_output=True, text=True, check=True).stdout
+    assert "| whole-cpu | Whisper base, int8, beam 5 | 2 | 0.000 | 0.000 | 0.000 |" in printed
+    assert "| whole-cpu | Whisper base, int8, greedy | 2 | 0.094 | 0.094 | 0.056 |" in printed
+
+
 def test_cer_counts_characters_and_ignores_punctuation() -> None:
     assert cer("今天天气不错。", "今天天气不错") == 0
     assert cer("今天天气不错", "今天天汽不错") == pytest.approx(1 / 6)
