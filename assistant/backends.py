@@ -215,9 +215,12 @@ def phrase_cache(cfg: Config, assets: Assets) -> PhraseCache | None:
     from models.manifest import by_name
 
     model_sha = by_name("kokoro-v1.0-int8").file("kokoro-v1.0.int8.onnx").sha256
-    rendering = "voiced" if cfg.tts.voiced_only else "whole"  # the two renderings differ slightly
+    from models.kokoro_split import ONSET_FRAMES
+
+    # the two renderings differ slightly; the voiced one is played from the first phoneme's onset
+    rendering = f"voiced-onset{ONSET_FRAMES}" if cfg.tts.voiced_only else "whole"
     if cfg.models.tts == "kokoro-rknn":
-        rendering = "npu-windows"  # and the NPU's windows differ from both
+        rendering = f"npu-windows-onset{ONSET_FRAMES}"  # and the NPU's windows differ from both
     return PhraseCache(default_folder(), tts_key(f"{model_sha}:{rendering}", cfg.tts.voice, cfg.tts.speed))
 
 

@@ -161,7 +161,8 @@ async def test_stop_between_pieces_ends_the_stream(tts: KokoroTts) -> None:
         pieces.append(piece)
         tts.stop()
     assert len(pieces) == 1
-    assert len(await collect(tts, "好的。")) == 1  # a stop does not carry over to the next stream
+    after = await collect(tts, "好的。")  # a stop does not carry over to the next stream: 好的 is said whole
+    assert 0.3 < sum(len(p) for p in after) / tts.sample_rate < 1.0
 
 
 @pytest.mark.slow
