@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from assistant import backends as build
 from assistant import budget, logs, respond
 from assistant.audio.protocols import AudioSink, AudioSource
+from assistant.audio.room_memory import FILE as ROOM_FILE
 from assistant.clock import SampleClock
 from assistant.config import Config
 from assistant.events import EventBus
@@ -64,6 +65,7 @@ class Parts:
     phrase_cache: PhraseCache | None = None
     responder: Responder | None = None  # who answers; by default the tools and the guarded LLM
     answerer: Answerer | None = None  # who hears and answers in their place (a satellite's Home Assistant)
+    room: Path | None = None  # where the room's echo path is kept between live sessions (``echo.remember_room``)
 
     def pids(self) -> dict[str, int | None]:
         """The processes of this conversation (the inference worker's, if it has one), for the status page."""
@@ -75,7 +77,7 @@ class Parts:
         """A session on this front end's clock and audio (refuses a set-up it cannot run), its state on
         every log line, and the slow-turn watchdog on its events when the models are in a worker."""
         session = Session(self.cfg, clock, bus, source, sink, self.backends, self.phrase_cache, tap=tap,
-                          tools=self.tools, now=now, responder=self.responder, answerer=self.answerer)
+                          tools=self.tools, now=now, responder=self.responder, answerer=self.answerer, room=self.room)
         logs.follow_state(lambda: session.state)
         worker, w = self.backends.worker, self.cfg.worker
         if worker is not None and w.slow_turns:
@@ -88,16 +90,18 @@ class Parts:
 
 
 @contextmanager
-def conversation(cfg: Config, data_dir: Path | None = None) -> Iterator[Parts]:
+def conversation(cfg: Config, data_dir: Path | None = None, *, live: bool = False) -> Iterator[Parts]:
     """The configured models, loaded, with the tools (their database in ``data_dir``, default
-    ``tools.data_dir``) and the phrase cache; everything is closed afterwards."""
+    ``tools.data_dir``) and the phrase cache; everything is closed afterwards. A ``live`` one (a
+    microphone in a room) keeps the room's echo path in the data folder from one session to the next."""
     budget.check(cfg)
     models = backends(cfg)
     with loaded(*models.all()):
         cache = build.phrase_cache(cfg, build.assets_for(cfg))
         tools = build.tools(cfg, data_dir)
         try:
-            yield Parts(cfg, models, tools, cache)
+            room = (data_dir or cfg.data_dir()) / ROOM_FILE if live else None
+            yield Parts(cfg, models, tools, cache, room=room)
         finally:
             if tools is not None and tools.store is not None:
                 tools.store.close()

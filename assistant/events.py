@@ -173,6 +173,7 @@ class EchoCancelled(Event):
     # over the reply, and whether it learnt the room at all (if not, it could mark none)
     double_talk_windows: int | None = None
     linear_learnt: bool | None = None
+    room_recalled: bool | None = None  # did it start from the room memory (None: no memory kept, as in a replay)
 
 
 @dataclass(frozen=True)

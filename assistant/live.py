@@ -22,7 +22,7 @@ def run(cfg: Config, record: Path | None = None) -> None:
     source, sink = open_devices(cfg, clock)  # before the models load: a missing card is found at once
     rec = None
     try:
-        with app.conversation(cfg) as parts:
+        with app.conversation(cfg, live=True) as parts:
             page.board.pids = parts.pids
             if record is not None:
                 rec = recorder(record, cfg.audio.sample_rate, cfg.audio.record_max_minutes, cfg.audio.record_keep)

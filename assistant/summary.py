@@ -91,7 +91,7 @@ def _echo_defence(records: list[dict[str, Any]]) -> dict[str, Any]:
             out[r["layer"]] += 1
         elif r["type"] == "echo_cancelled":
             out["canceller"] = {k: r.get(k) for k in ("chunks", "echo_chunks", "acted_chunks", "erle_db",
-                                                       "double_talk_windows", "linear_learnt")}
+                                                       "double_talk_windows", "linear_learnt", "room_recalled")}
     return out
 
 

@@ -20,7 +20,9 @@ with the microphone hearing the reply at gain 0.5, 40 ms late, as the hands-free
   better, pinyin-aware, so a homophone is no miss). Then the same over the session's second reply
   (the first request asked twice, the second time after the first reply has ended), all layers on:
   there the linear canceller has learnt the room from the first reply, as in a household's
-  evening, where the first double talk above meets it still learning.
+  evening, where the first double talk above meets it still learning. The first reply is also
+  talked over in a room the assistant heard before: the linear canceller starts from the room memory
+  (``echo.remember_room``) that a primer session, answering another request in the same room, left.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import datetime
 import json
 import os
 import platform
+import shutil
 import statistics
 import sys
 import tempfile
@@ -39,12 +42,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from assistant import backends, logs  # noqa: E402
 from assistant.app import Parts  # noqa: E402
 from assistant.audio import replay as replay_audio  # noqa: E402
+from assistant.audio.room_memory import FILE as ROOM_FILE  # noqa: E402
 from assistant.events import BargeIn, Subscriber  # noqa: E402
 from assistant.replay import Echo, replay  # noqa: E402
 from assistant.text.echo_match import match  # noqa: E402
@@ -62,12 +68,14 @@ HANDS_FREE: tuple[str, ...] = ("wake.mode=keyword", 'wake.keywords=["小智"]', 
                                "dialog.follow_up_s=4.0")
 NO_AEC = ("echo.cancel=false",)
 NO_WINDOW = (*NO_AEC, "speaking.echo_window_ms=0")
+REMEMBERED = "all layers on, room remembered"  # from the room memory a primer session left (primed_room)
 DEFENCES: list[tuple[str, tuple[str, ...]]] = [
     ("all layers on", ()),
     ("all on, ASR without the linear canceller", ("echo.linear=false",)),
     ("no canceller", NO_AEC),
     ("no canceller, no echo window", NO_WINDOW),
     ("all off", (*NO_WINDOW, "echo.transcript_filter=false", "echo.own_words=false")),
+    (REMEMBERED, ()),
 ]
 # Said by the TTS in one breath with the wake word (one_turn() says its request in a real recording).
 QUESTIONS = ["北京是哪个国家的首都？", "给我讲一个很短的笑话。", "怎么做番茄炒蛋？", "推荐一本适合周末看的书。",
@@ -82,6 +90,8 @@ LONG_REQUEST = "小智，怎么做番茄炒蛋？"
 REPLIES = {"short": "在的，有什么可以帮你？",
            "long": "番茄炒蛋很简单。先把两个番茄切块，三个鸡蛋打散，加一点盐。锅里放油，油热后倒入蛋液，"
                    "炒到凝固就盛出来。再放一点油，下番茄翻炒出汁，加少许糖和盐，最后倒回鸡蛋，翻匀就可以出锅了。"}
+# What the primer session's reply says: the room memory of an earlier session (``echo.remember_room``).
+PRIMER = "北京是中国的首都，也是一座历史悠久的城市。今天天气不错，我们去公园散步吧。"
 KEPT = 0.8  # pinyin match of FIRST_WORDS against the transcript's best span
 SEED = 1234
 Models = dict[str, Any]
@@ -106,15 +116,16 @@ def events_of(out: Path) -> Events:
 
 async def run(models: Models, audio: Any, overrides: tuple[str, ...], out: Path, *, seed: int,
               subscribers: tuple[Subscriber, ...] = (), reply: str | None = None,
-              replies: int = 1) -> tuple[dict[str, Any], Events]:
+              replies: int = 1, room: Path | None = None) -> tuple[dict[str, Any], Events]:
     """One replay with the real models and a freshly loaded LLM (so its sampling starts from ``seed``),
-    or with the first ``replies`` replies fixed to ``reply``."""
+    or with the first ``replies`` replies fixed to ``reply``; ``room``: the room memory it starts from
+    and keeps (a live session's, ``echo.remember_room``), none by default, as in any replay."""
     llm: Any = LlamaLlm(models["gguf"], seed=seed, max_tokens=60) if reply is None else ScriptedLlm(*[reply] * replies)
     llm.load()
     models["vad"].reset()
     chain = Backends(vad=models["vad"], asr=models["asr"], llm=llm, tts=models["tts"], kws=models["kws"])
     try:
-        summary = await replay(Parts(make_config(*HANDS_FREE, *overrides), chain), audio, out, echo=ECHO,
+        summary = await replay(Parts(make_config(*HANDS_FREE, *overrides), chain, room=room), audio, out, echo=ECHO,
                                subscribers=subscribers)
     finally:
         llm.close()
@@ -126,15 +137,18 @@ async def self_interruptions(models: Models, n: int, out: Path,
     counts = {name: Counter[str]() for name, _ in defences}
     erle: dict[str, list[float]] = {name: [] for name, _ in defences}
     rows: list[str] = []
+    primed = await primed_room(models, out) if any(name == REMEMBERED for name, _ in defences) else None
     for i, (label, layout) in enumerate(await quiet_turns(models["tts"], n)):
         cells: list[str] = []
         for d, (name, overrides) in enumerate(defences):
-            summary, events = await run(models, layout.audio, overrides, out / f"quiet{i}_{d}", seed=SEED + i)
+            room = remembered(primed, out / f"quiet{i}_{d}") if name == REMEMBERED else None
+            summary, events = await run(models, layout.audio, overrides, out / f"quiet{i}_{d}", seed=SEED + i,
+                                        room=room)
             count, defence, barges = counts[name], summary["echo_defence"], summary["barge_ins"]
             count.update(barged=bool(barges), extra=max(0, len(summary["turns"]) - 1),
                          **{k: defence[k] for k in ("echo_window", "transcript", "own_words")})
             if (aec := defence["canceller"]) is not None:
-                count.update(acted=aec["acted_chunks"], echo=aec["echo_chunks"])
+                count.update(acted=aec["acted_chunks"], echo=aec["echo_chunks"], marked=aec["double_talk_windows"] or 0)
                 erle[name].append(aec["erle_db"])
             if d == 0:
                 played = [e["t"] for e in events if e["type"] in ("playback_started", "playback_finished")]
@@ -146,11 +160,12 @@ async def self_interruptions(models: Models, n: int, out: Path,
         rows.append(f"| {i} | {label} | {reply_s:.1f} | {' | '.join(cells)} |")
     print(f"\n## Self-interruption ({n} sessions nobody talks over, echo gain {ECHO.gain}, {ECHO.delay_ms:.0f} ms)\n")
     print("| defence | self-interruptions | extra turns | echo window | transcript filter | own words | "
-          "canceller acted / echo chunks | mean ERLE (dB) |")
-    print("|---|---|---|---|---|---|---|---|")
+          "canceller acted / echo chunks | mean ERLE (dB) | windows marked double talk |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name, _ in defences:
         c = counts[name]
-        aec = f"{c['acted']} / {c['echo']} | {statistics.mean(erle[name]):.1f}" if erle[name] else "off | -"
+        aec = (f"{c['acted']} / {c['echo']} | {statistics.mean(erle[name]):.1f} | {c['marked']}" if erle[name]
+               else "off | - | -")
         print(f"| {name} | {c['barged']} / {n} | {c['extra']} | {c['echo_window']} | {c['transcript']} | "
               f"{c['own_words']} | {aec} |")
     print("\nPer session: barge-ins (reason@session s) and turns, per defence configuration.\n")
@@ -244,10 +259,39 @@ def reply_over(events: Events, onset: float) -> bool:
     return ended is not None and ended <= onset + make_config(*HANDS_FREE).barge_in.min_speech_ms / 1000
 
 
+async def primed_room(models: Models, out: Path) -> Path | None:
+    """The room memory an earlier session in the same room leaves: 嘿，小智你在吗 answered with
+    ``PRIMER`` (another text than the replies talked over), nobody talking over it."""
+    memory = out / "primer" / ROOM_FILE
+    await run(models, sessions.one_turn().audio, (), out / "primer", seed=SEED, reply=PRIMER, room=memory)
+    if not memory.is_file():
+        print("\n(The primer session left no room memory: the canceller had not learnt the room.)")
+        return None
+    with np.load(memory) as kept:
+        path = kept["response"]
+        print(f"\nRoom memory from the primer session: {len(kept['played']) / 16000:.1f} s of its reply, and the echo "
+              f"path it learnt, strongest at {int(np.argmax(np.abs(path))) / 16:.1f} ms (gain "
+              f"{float(np.max(np.abs(path))):.2f}; the replay's echo is {ECHO.gain} at {ECHO.delay_ms:.0f} ms).")
+    return memory
+
+
+def remembered(memory: Path | None, out: Path) -> Path | None:
+    """A copy of ``memory`` for the run into ``out``: every case starts from the same one (a session
+    writes it anew after its reply)."""
+    if memory is None:
+        return None
+    room = out / ROOM_FILE
+    room.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(memory, room)
+    return room
+
+
 async def double_talk(models: Models, m: int, out: Path) -> None:
     replies = await first_requests(models)
+    primed = await primed_room(models, out)
     rows: list[str] = []
-    totals = {name: Counter[str]() for name in ("off", "on")}
+    conditions = [("off", None), ("on", None)] + ([("on, room remembered", primed)] if primed else [])
+    totals = {name: Counter[str]() for name, _ in conditions}
     cases = 0
     for label, request in replies:
         first = sessions.double_talk_turn(0.0, 0.0, request)  # the first request alone, for the probe
@@ -256,10 +300,11 @@ async def double_talk(models: Models, m: int, out: Path) -> None:
             layout = sessions.double_talk_turn(start, after_s, request)
             onset = layout.marks["interruption"]
             counted = True
-            for name in ("off", "on"):
-                linear = f"echo.linear={'true' if name == 'on' else 'false'}"
-                summary, events = await run(models, layout.audio, (linear,), out / f"dt_{label}{i}_{name}", seed=SEED,
-                                            reply=REPLIES[label])
+            for k, (name, memory) in enumerate(conditions):
+                linear = f"echo.linear={'false' if name == 'off' else 'true'}"
+                room = remembered(memory, out / f"dt_{label}{i}_{k}")
+                summary, events = await run(models, layout.audio, (linear,), out / f"dt_{label}{i}_{k}", seed=SEED,
+                                            reply=REPLIES[label], room=room)
                 barges, turns = summary["barge_ins"], summary["turns"]
                 latency = barges[0]["t"] - onset if barges else float("nan")
                 heard = turns[1].get("transcript") or "" if len(turns) > 1 else ""

@@ -10,7 +10,9 @@ one can be switched off in ``[echo]`` and ``[speaking]``, and each publishes ``E
    for the ASR, because the suppressor muffles the user's first syllables there. Away from playback
    the ASR hears the microphone as captured (``echo.asr_hears``): AEC3's filters cost Whisper even
    when nothing was played. The linear canceller also tells double talk (``talk()``): a window in which
-   it finds the user over the echo lets a muffled barge-in count (``barge_in.double_talk``).
+   it finds the user over the echo lets a muffled barge-in count (``barge_in.double_talk``). A live
+   session's linear canceller starts from the room's echo path as the last session learnt it
+   (``echo.remember_room``, ``assistant/audio/room_memory.py``).
 2. The echo window: for ``speaking.echo_window_ms`` after playback starts, speech cannot barge in;
    and its mirror after a barge-in: for ``echo.tail_ms`` after playback stopped, quiet does not end
    the new utterance (AEC3 still suppresses the reply's tail, and the user under it).
@@ -32,10 +34,13 @@ import structlog
 from assistant.audio.double_talk import DoubleTalk
 from assistant.audio.history import AudioHistory
 from assistant.audio.protocols import Samples
+from assistant.audio.room_memory import RoomMemory
 from assistant.events import EchoCancelled, EchoIgnored, Event, EventBus, PlaybackFinished, TextChunk
 from assistant.text.echo_match import is_echo, match
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from assistant.audio.echo import EchoCanceller
     from assistant.audio.linear_echo import LinearEchoCanceller
     from assistant.clock import SampleClock
@@ -48,7 +53,7 @@ class EchoDefence:
     """The session's echo defence: its cancellers, its memory of what was said, and its checks."""
 
     def __init__(self, cfg: Config, clock: SampleClock, bus: EventBus, history_samples: int,
-                 vad_window: int = 512) -> None:
+                 vad_window: int = 512, room: Path | None = None) -> None:
         self.cfg, self.clock, self.bus = cfg, clock, bus
         self.canceller = _canceller(cfg)
         self.linear = _linear(cfg) if self.canceller is not None else None
@@ -56,6 +61,11 @@ class EchoDefence:
         # double talk, from the linear canceller: the user heard over the reply, judged per VAD window
         self.double_talk = (DoubleTalk(cfg.audio.sample_rate, vad_window)
                             if self.linear is not None and cfg.barge_in.double_talk else None)
+        # the room's echo path, kept between sessions in ``room`` (the learnt judgement is the test's)
+        self.room = (RoomMemory(room, cfg.audio.sample_rate) if room is not None and cfg.echo.remember_room
+                     and self.linear is not None and self.double_talk is not None else None)
+        if self.room is not None and self.linear is not None:
+            self.room.recall(self.linear)
         self.microphone = cfg.echo.asr_hears == "microphone"  # the ASR hears the raw microphone away from playback
         self.spoken: deque[list[str]] = deque(maxlen=2)  # the text of the last two replies, by chunk
         self.playing = False
@@ -67,6 +77,8 @@ class EchoDefence:
         """The microphone chunk without the echo of ``played`` (what the speaker played meanwhile)."""
         if self.linear is not None and self.linear_history is not None:
             linear = self.linear.process(mic, played)  # fed always, so it stays adapted to the room
+            if self.room is not None:
+                self.room.hear(played)
             if self.double_talk is not None:
                 self.double_talk.feed(mic, linear, played, self.linear.lag)
             near = not self.microphone or self.near_playback(self.clock.samples)
@@ -94,7 +106,8 @@ class EchoDefence:
         return EchoCancelled(chunks=st.chunks, echo_chunks=st.echo_chunks, acted_chunks=st.acted_chunks,
                              erle_db=None if st.erle_db is None else round(st.erle_db, 1),
                              double_talk_windows=None if talk is None else talk.marked,
-                             linear_learnt=None if talk is None else talk.was_learnt)
+                             linear_learnt=None if talk is None else talk.was_learnt,
+                             room_recalled=None if self.room is None else self.room.recalled)
 
     def close(self) -> None:
         if self.linear is not None:
@@ -161,6 +174,9 @@ class EchoDefence:
             self.spoken[-1].append(event.text)
         elif isinstance(event, PlaybackFinished):
             self.playing, self.playback_end = False, self.clock.samples
+            talk = self.double_talk
+            if self.room is not None and self.linear is not None and talk is not None and talk.learnt:
+                self.room.keep(self.linear)
 
 
 def _canceller(cfg: Config) -> EchoCanceller | None:

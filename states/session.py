@@ -41,6 +41,8 @@ from states.state import State, VadWindow
 from states.thinking import Thinking
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from assistant.tools.answers import Tools
 
 log = structlog.get_logger("session")
@@ -58,7 +60,7 @@ class Session:
                  sink: AudioSink, backends: Backends, phrase_cache: PhraseCache | None = None,
                  tap: Tap | None = None, tools: Tools | None = None,
                  now: Callable[[], datetime] | None = None, responder: respond.Responder | None = None,
-                 answerer: Answerer | None = None) -> None:
+                 answerer: Answerer | None = None, room: Path | None = None) -> None:
         if cfg.wake.mode == "keyword" and backends.kws is None:
             raise ModelError("wake.mode is 'keyword' but no keyword-spotting backend is configured")
         self.cfg, self.clock, self.bus = cfg, clock, bus
@@ -73,7 +75,7 @@ class Session:
         held = int((cfg.listening.max_utterance_s + 5) * rate)
         self.history = AudioHistory(held)  # what the states hear: the microphone through AEC3
         self.vad_window = backends.vad.window_samples
-        self.echo = EchoDefence(cfg, clock, bus, held, self.vad_window)
+        self.echo = EchoDefence(cfg, clock, bus, held, self.vad_window, room)
         self.turn_id = ""
         self._turns = itertools.count(1)
         self._vad_windows = 0

@@ -15,7 +15,12 @@ own was tried first and converged more slowly on speech than MDF.
 Library facts used (libspeexdsp 1.2): the API is 16-bit; ``speex_echo_cancellation`` takes one frame
 of microphone and of played audio and writes one frame out, with no delay; the played frame must be
 what the speaker played while the microphone frame was captured; the acoustic delay must be within
-the filter length. ``SPEEX_ECHO_SET_SAMPLING_RATE`` is control 24.
+the filter length. ``SPEEX_ECHO_SET_SAMPLING_RATE`` is control 24; ``SPEEX_ECHO_GET_IMPULSE_RESPONSE_SIZE``
+27 and ``SPEEX_ECHO_GET_IMPULSE_RESPONSE`` 29 read the filter back as int32 taps (there is no setter:
+a filter is taught a path by playing through it, ``rehearse``). ``RESPONSE_SCALE`` turns those taps
+into the path's gain per sample: measured here on converged filters of known paths (gain 0.25 and
+0.5, 100 and 300 samples late, 128-sample frames: 8.234–8.236e6 a unit of gain), and checked in
+``tests/test_room_memory.py`` by teaching a new filter the path read back.
 """
 
 from __future__ import annotations
@@ -30,6 +35,9 @@ from assistant.audio.protocols import AudioDeviceError, Samples
 
 LIBRARY = "libspeexdsp.so.1"
 SET_SAMPLING_RATE = 24
+GET_IMPULSE_RESPONSE_SIZE = 27
+GET_IMPULSE_RESPONSE = 29
+RESPONSE_SCALE = 1 / 8.235e6
 INT16 = 32767.0
 
 
@@ -49,6 +57,10 @@ def _library() -> Any:
     lib.speex_echo_cancellation.argtypes = [ctypes.c_void_p] * 4
     lib.speex_echo_state_destroy.argtypes = [ctypes.c_void_p]
     return lib
+
+
+def _pcm(samples: np.ndarray) -> np.ndarray:
+    return np.clip(samples * INT16, -INT16 - 1, INT16).astype(np.int16)
 
 
 class LinearEchoCanceller:
@@ -91,20 +103,47 @@ class LinearEchoCanceller:
             if len(mic) % self.frame:
                 self._ready = np.zeros(self.frame, np.float32)
                 self.lag = self.frame
-        both = np.clip(np.stack([mic, reference]) * INT16, -INT16 - 1, INT16).astype(np.int16)
+        both = _pcm(np.stack([mic, reference]))
         pending = np.ascontiguousarray(np.concatenate([self._pending, both], axis=1))
         whole = pending.shape[1] - pending.shape[1] % self.frame
-        near, far = np.ascontiguousarray(pending[0, :whole]), np.ascontiguousarray(pending[1, :whole])
-        out = np.empty(whole, np.int16)
-        for start in range(0, whole, self.frame):
-            self._lib.speex_echo_cancellation(self._state, near[start:].ctypes.data, far[start:].ctypes.data,
-                                              out[start:].ctypes.data)
+        out = self._cancel(pending[:, :whole])
         self._pending = pending[:, whole:]
         ready = np.concatenate([self._ready, out.astype(np.float32) / INT16])
         if len(ready) < len(mic):  # whole frames first, then not: from here on a little later
             ready = np.concatenate([np.zeros(len(mic) - len(ready), np.float32), ready])
         result, self._ready = ready[:len(mic)], ready[len(mic):]
         return result
+
+    def response(self) -> np.ndarray:
+        """The echo path the filter has learnt: its gain per sample of delay (``filter_samples`` long)."""
+        if self._state is None:
+            self.reset()
+        size = ctypes.c_int(0)
+        self._lib.speex_echo_ctl(self._state, GET_IMPULSE_RESPONSE_SIZE, ctypes.byref(size))
+        taps = np.zeros(size.value, np.int32)
+        self._lib.speex_echo_ctl(self._state, GET_IMPULSE_RESPONSE, taps.ctypes.data)
+        return (taps * RESPONSE_SCALE).astype(np.float32)
+
+    def rehearse(self, played: Samples, response: Samples) -> None:
+        """Teach a new filter an echo path met before: ``played`` as the reference, and as the
+        microphone ``played`` through ``response``, in whole frames. Before the stream only (the
+        stream's own framing and lag are untouched)."""
+        if self._started:
+            raise RuntimeError("linear echo: rehearse before the stream starts, not during it")
+        if self._state is None:
+            self.reset()
+        heard = np.convolve(played, response)[:len(played)]
+        whole = len(played) - len(played) % self.frame
+        self._cancel(_pcm(np.stack([heard[:whole], played[:whole]])))
+
+    def _cancel(self, both: np.ndarray) -> np.ndarray:
+        """Whole frames of int16 microphone (row 0) and reference (row 1) through the filter."""
+        near, far = np.ascontiguousarray(both[0]), np.ascontiguousarray(both[1])
+        out = np.empty(len(near), np.int16)
+        for start in range(0, len(near), self.frame):
+            self._lib.speex_echo_cancellation(self._state, near[start:].ctypes.data, far[start:].ctypes.data,
+                                              out[start:].ctypes.data)
+        return out
 
     def close(self) -> None:
         """Free the library's filter (not left to ``__del__``: a finalizer that calls into C while the

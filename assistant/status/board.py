@@ -91,7 +91,8 @@ class StatusBoard:
         elif isinstance(event, EchoCancelled):
             self.canceller = {"chunks": event.chunks, "echo_chunks": event.echo_chunks,
                               "acted_chunks": event.acted_chunks, "erle_db": event.erle_db,
-                              "double_talk_windows": event.double_talk_windows, "linear_learnt": event.linear_learnt}
+                              "double_talk_windows": event.double_talk_windows, "linear_learnt": event.linear_learnt,
+                              "room_recalled": event.room_recalled}
         elif isinstance(event, BargeIn):
             self.counters[f"barge_in_{event.reason}"] += 1
         elif isinstance(event, NoiseRejected):
