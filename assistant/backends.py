@@ -194,14 +194,15 @@ def tts(cfg: Config, assets: Assets) -> Tts:
                              assets.path("kokoro-v1.0-int8", "vocab.json"),
                              assets.path("kokoro-zh-voices", f"{cfg.tts.voice}.bin"),
                              assets.path(window, f"{window}.rknn"), npu=npu(cfg.npu.mode),
-                             core=cfg.npu.vocoder_core, threads=cfg.tts.threads, speed=cfg.tts.speed)
+                             core=cfg.npu.vocoder_core, threads=cfg.tts.threads, speed=cfg.tts.speed,
+                             onset_frames=cfg.tts.onset_frames)
     from models.kokoro_tts import KokoroTts
 
     return KokoroTts(assets.path("kokoro-v1.0-int8", "kokoro-v1.0.int8.onnx"),
                      assets.path("kokoro-v1.0-int8", "vocab.json"),
                      assets.path("kokoro-zh-voices", f"{cfg.tts.voice}.bin"),
                      threads=cfg.tts.threads, speed=cfg.tts.speed, first_frames=cfg.tts.first_frames,
-                     voiced_only=cfg.tts.voiced_only)
+                     voiced_only=cfg.tts.voiced_only, onset_frames=cfg.tts.onset_frames)
 
 
 def phrase_cache(cfg: Config, assets: Assets) -> PhraseCache | None:
@@ -215,12 +216,10 @@ def phrase_cache(cfg: Config, assets: Assets) -> PhraseCache | None:
     from models.manifest import by_name
 
     model_sha = by_name("kokoro-v1.0-int8").file("kokoro-v1.0.int8.onnx").sha256
-    from models.kokoro_split import ONSET_FRAMES
-
-    # the two renderings differ slightly; the voiced one is played from the first phoneme's onset
-    rendering = f"voiced-onset{ONSET_FRAMES}" if cfg.tts.voiced_only else "whole"
+    onset = f"-onset{cfg.tts.onset_frames}" if cfg.tts.onset_frames else ""  # what a piece is played from
+    rendering = f"voiced{onset}" if cfg.tts.voiced_only else "whole"  # the two renderings differ slightly
     if cfg.models.tts == "kokoro-rknn":
-        rendering = f"npu-windows-onset{ONSET_FRAMES}"  # and the NPU's windows differ from both
+        rendering = f"npu-windows{onset}"  # and the NPU's windows differ from both
     return PhraseCache(default_folder(), tts_key(f"{model_sha}:{rendering}", cfg.tts.voice, cfg.tts.speed))
 
 

@@ -96,10 +96,9 @@ class Speaker:
         self._tts: dict[str, Any] = {}
 
     def say(self, voice: str, text: str) -> np.ndarray:
-        from models.kokoro_split import ONSET_FRAMES
-
-        # by rendering too: until the thirteenth sitting a piece was played from its aligned frame
-        path = CACHE / f"onset{ONSET_FRAMES}" / voice / f"{hashlib.sha1(text.encode()).hexdigest()[:16]}.wav"
+        onset = self.cfg.tts.onset_frames  # by rendering too (tts.onset_frames; 0: the first renders' place)
+        folder = CACHE / f"onset{onset}" if onset else CACHE
+        path = folder / voice / f"{hashlib.sha1(text.encode()).hexdigest()[:16]}.wav"
         if path.is_file():
             return read_wav(path, RATE)
         tts = self._tts.get(voice)

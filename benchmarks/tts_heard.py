@@ -1,10 +1,10 @@
 """How well Whisper base hears the assistant's own voice: Kokoro as it streams (the voiced frames, the
-early head spliced in), per voice and per ``kokoro_split.ONSET_FRAMES``.
+early head spliced in), per voice and per ``tts.onset_frames``.
 
     .venv/bin/python benchmarks/tts_heard.py [--voices zf_xiaoxiao,zf_xiaoyi] [--onsets 0,2]
 
 Twenty everyday sentences: the ten of ``assistant npu build``'s round trip (where the clipped onset was
-found) and ten others (kept apart: they were not looked at when ``ONSET_FRAMES`` was chosen). Each is
+found) and ten others (kept apart: they were not looked at when 2 onset frames were chosen). Each is
 synthesized by ``KokoroTts.synthesize``, put between 0.3 s of silence (a room, not a clip that starts
 on the first sample) and heard by Whisper base (int8, beam 5, no rescoring). Printed: the character
 error rate of what was heard read out in words (``spoken_cer``), and the syllable error rate, which
@@ -29,7 +29,6 @@ from assistant.audio.resample import resample  # noqa: E402
 from assistant.backends import assets_for  # noqa: E402
 from assistant.commands.npu import SENTENCES, spoken_cer  # noqa: E402
 from assistant.text.cer import ser  # noqa: E402
-from models import kokoro_split as ks  # noqa: E402
 from models.kokoro_tts import KokoroTts  # noqa: E402
 from models.whisper_asr import WhisperAsr  # noqa: E402
 
@@ -48,14 +47,14 @@ async def spoken(tts: KokoroTts, text: str) -> np.ndarray:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--voices", default="zf_xiaoxiao", help="Kokoro voices, comma-separated")
-    parser.add_argument("--onsets", default=f"0,{ks.ONSET_FRAMES}", help="ONSET_FRAMES values to compare")
+    parser.add_argument("--onsets", default="0,2", help="tts.onset_frames values to compare")
     args = parser.parse_args()
     cfg = config.load(ROOT / "config.toml")
     assets = assets_for(cfg)
     asr = WhisperAsr(assets.folder("whisper-base"), beam_size=5)
     asr.load()
     texts = (*SENTENCES, *OTHERS)
-    print("| voice | ONSET_FRAMES | CER, round-trip ten | CER, other ten | CER, all | syllable error rate, all |")
+    print("| voice | tts.onset_frames | CER, round-trip ten | CER, other ten | CER, all | syllable error rate, all |")
     print("|---|---|---|---|---|---|")
     try:
         for voice in args.voices.split(","):
@@ -65,7 +64,7 @@ def main() -> int:
             tts.load()
             try:
                 for onset in (int(x) for x in args.onsets.split(",")):
-                    ks.ONSET_FRAMES = onset
+                    tts.onset_frames = onset
                     heard = [asyncio.run(asr.transcribe(resample(asyncio.run(spoken(tts, t)), tts.sample_rate,
                                                                  asr.sample_rate))) for t in texts]
                     cers = [spoken_cer(t, h) for t, h in zip(texts, heard, strict=True)]

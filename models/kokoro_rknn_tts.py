@@ -44,8 +44,9 @@ class KokoroRknnTts(KokoroTts):
 
     def __init__(self, model_path: Path, vocab_path: Path, voice_path: Path, window_path: Path, *,
                  npu: NpuScheduler, core: int = 0, threads: int = 2, speed: float = 1.0,
-                 plan: kw.Plan | None = None) -> None:
-        super().__init__(model_path, vocab_path, voice_path, threads=threads, speed=speed, first_frames=0)
+                 plan: kw.Plan | None = None, onset_frames: int = 0) -> None:
+        super().__init__(model_path, vocab_path, voice_path, threads=threads, speed=speed, first_frames=0,
+                         onset_frames=onset_frames)
         self.npu = npu
         self.core = core
         self.plan = plan or kw.Plan()
@@ -113,7 +114,7 @@ class KokoroRknnTts(KokoroTts):
                 front = await self._worker.run(self._run_front, phonemes, options)
                 if front is None or stream.stopped:
                     return
-                s = ks.span(front, phonemes, SILENT) if self.voiced_only else ks.whole(front)
+                s = ks.span(front, phonemes, SILENT, self.onset_frames) if self.voiced_only else ks.whole(front)
                 har = await self._worker.run(self._har, front, s)
                 stitcher = kw.Stitcher(self.plan, s.frames)
                 skip = (s.voice - s.start) * kw.FRAME  # the lead frames: decoded for their level, not played

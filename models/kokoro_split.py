@@ -9,7 +9,7 @@ costs the same for every frame, silent or not — and the start token alone gets
 
 ``Span`` is what to decode: from a few frames before the first phoneme (``LEAD_FRAMES`` of the
 start token's silence, which keeps the level the decoder gives the speech) to just after the last
-phoneme, played from ``ONSET_FRAMES`` before the first phoneme's aligned frame (its onset); the end
+phoneme, played from the first phoneme's aligned frame (or ``onset`` frames before it); the end
 token and trailing punctuation are not rendered (the pipeline adds its own pause).
 
 The decoder normalizes over time, so a piece decoded alone sounds a little different from the
@@ -36,8 +36,8 @@ LEAD_FRAMES = 8  # of the start token's silence, decoded but not played
 # The first phoneme is heard before the frame its duration starts at: played from that frame, a piece
 # loses its first consonant's onset (火车 → 过车, 再把 → 带把, 周末 → 多么: Whisper base's CER on the ten
 # round-trip sentences of ``assistant npu build``, the whole rendering played from there, 0.080; from
-# 2 frames (50 ms) earlier 0.049, from 4 the same; the whole rendering as it is 0.055).
-ONSET_FRAMES = 2
+# 2 frames (50 ms) earlier 0.049, from 4 the same; the whole rendering as it is 0.055). ``span``'s
+# ``onset`` (``tts.onset_frames``) plays that many frames earlier; 0 by default: see config.toml.
 TAIL_FRAMES = 2  # after the last phoneme, for its decay
 FADE = 480  # samples of cross-fade at the join (20 ms)
 # The decoder's time per frame over a frame's duration: 0.28–0.31 on long spans on a 2-core EPYC, more on
@@ -96,13 +96,14 @@ class Span:
         return self.end - self.start
 
 
-def span(front: Front, phonemes: str, silent: str) -> Span:
-    """The voiced frames of a piece: its phonemes without the end token and trailing punctuation."""
+def span(front: Front, phonemes: str, silent: str, onset: int = 0) -> Span:
+    """The voiced frames of a piece: its phonemes without the end token and trailing punctuation,
+    played from ``onset`` frames before the first phoneme's aligned frame."""
     durations = front.durations
     total = int(durations.sum())
     trailing = len(phonemes) - len(phonemes.rstrip(silent))
     last = len(durations) - 1 - trailing  # durations[0] is the start token, durations[-1] the end token
-    voice = max(0, int(durations[0]) - ONSET_FRAMES)
+    voice = max(0, int(durations[0]) - onset)
     end = min(total, int(durations[:last].sum()) + TAIL_FRAMES)
     if end <= voice:  # nothing voiced: decode it all rather than nothing
         return Span(0, 0, total)

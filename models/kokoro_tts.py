@@ -146,7 +146,7 @@ class KokoroTts:
 
     def __init__(self, model_path: Path, vocab_path: Path, voice_path: Path, *,
                  threads: int = 2, speed: float = 1.0, first_frames: int = 16,
-                 voiced_only: bool = True) -> None:
+                 voiced_only: bool = True, onset_frames: int = 0) -> None:
         if threads < 1:
             raise ValueError(f"tts: threads must be at least 1, not {threads}")
         if not 0.5 <= speed <= 2.0:
@@ -158,6 +158,7 @@ class KokoroTts:
         self.speed = speed
         self.first_frames = first_frames  # 0: the first piece is not spoken early
         self.voiced_only = voiced_only  # False: every frame is rendered, exactly as the whole model would
+        self.onset_frames = onset_frames  # played before the first phoneme's aligned frame (kokoro_split.span)
         self._worker = Worker("tts")
         self._front: Any = None  # onnxruntime.InferenceSession of the front, used only on the worker
         self._decoder: Any = None  # ... and of the decoder
@@ -245,7 +246,7 @@ class KokoroTts:
                 front = await self._worker.run(self._run_front, phonemes, options)
                 if front is None:
                     return
-                s = ks.span(front, phonemes, SILENT) if self.voiced_only else ks.whole(front)
+                s = ks.span(front, phonemes, SILENT, self.onset_frames) if self.voiced_only else ks.whole(front)
                 head = ks.head_frames(s, self.first_frames) if index == 0 and self.first_frames else s.frames
                 early = None
                 if s.voice + head + 8 < s.end:  # worth it only if something is left for the second step

@@ -58,22 +58,34 @@ async def test_only_the_voiced_frames_are_rendered(tts: KokoroTts) -> None:
 
 
 @pytest.mark.parametrize("text", ["火车将在十分钟后到站。", "谢谢你的帮助。", "再把空调调到二十六度。"])
-def test_a_piece_is_played_from_its_first_consonants_onset(tts: KokoroTts, text: str) -> None:
+def test_a_piece_can_be_played_from_its_first_consonants_onset(tts: KokoroTts, text: str) -> None:
     # In the whole rendering the consonant is heard before the frame its duration starts at: the two
     # frames before it rise out of the start token's silence (measured −48 to −23 dBFS a frame with
-    # zf_xiaoxiao, from −90 to −120), so a piece played from that frame lost them (火车 → 过车,
-    # 谢谢 → 这些, 再把 → 带把, as Whisper base heard them).
+    # zf_xiaoxiao, from −90 to −120), so a piece played from that frame loses them (火车 → 过车,
+    # 谢谢 → 这些, 再把 → 带把, as Whisper base heard them); ``tts.onset_frames`` plays them.
     phonemes = tts.pieces(text)[0]
     front = tts.front(phonemes)
     whole = tts.render_whole(front)
     aligned = int(front.durations[0])
-    s = ks.span(front, phonemes, SILENT)
-    assert s.voice == aligned - ks.ONSET_FRAMES and s.start == s.voice - ks.LEAD_FRAMES
+    s = ks.span(front, phonemes, SILENT, onset=2)
+    assert s.voice == aligned - 2 and s.start == s.voice - ks.LEAD_FRAMES
+    assert ks.span(front, phonemes, SILENT).voice == aligned  # the default: from the aligned frame
 
     def level(first: int, last: int) -> float:
         return float(10 * np.log10(np.mean(whole[first * ks.FRAME:last * ks.FRAME] ** 2) + 1e-12))
 
     assert level(s.voice, aligned) > level(s.start, s.start + 2) + 30  # the onset, out of silence
+
+
+async def test_the_onset_frames_are_played(tts: KokoroTts) -> None:
+    tts.first_frames = 0
+    try:
+        plain = np.concatenate(await pieces(tts, "火车到站了。"))
+        tts.onset_frames = 2
+        onset = np.concatenate(await pieces(tts, "火车到站了。"))
+    finally:
+        tts.first_frames, tts.onset_frames = 16, 0
+    assert onset.size == plain.size + 2 * ks.FRAME
 
 
 @pytest.mark.parametrize("text", FIRST_CLAUSES)
