@@ -225,9 +225,10 @@ def _render_kokoro(spec: dict[str, Any], window: Any, work: Path) -> list[str]:
         count = len({k.split("/", 1)[0] for k in z.files})
         for i in range(count):
             say(f"  rendering piece {i + 1}/{count} in the simulator")
+            har = z[f"{i}/har"] if f"{i}/har" in z.files else source.run([HAR], {F0: z[f"{i}/f0"]})[0]
             audio = np.concatenate(list(kw.render(
-                z[f"{i}/features"], z[f"{i}/f0"], z[f"{i}/energy"], z[f"{i}/style"],
-                source=lambda f0: source.run([HAR], {F0: f0})[0], window=window,
+                z[f"{i}/features"], z[f"{i}/f0"], z[f"{i}/energy"], z[f"{i}/style"], source=kw.computed(har),
+                window=window,
                 tail=lambda post: tail.run([AUDIO], {POST: post})[0], plan=plan)))
             path = work / f"piece{i}.npy"
             np.save(path, audio.astype(np.float32))

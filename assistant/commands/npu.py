@@ -149,7 +149,8 @@ def run(cfg: Config, args: argparse.Namespace) -> int:
         _smart_turn_as_shipped(assets, work, results)
     rebuilt = {spec["name"] for spec in job["models"]}
     results = [*_earlier(out, rebuilt), *results]  # a build of some models keeps the others' results
-    report = {"target": args.target, "seconds": round(time.monotonic() - started), "results": results}
+    report = {"target": args.target, "seconds": round(time.monotonic() - started), "results": results,
+              "tts": {"voice": cfg.tts.voice, "onset_frames": cfg.tts.onset_frames}}  # what Kokoro's pieces were
     install = python.parent.parent.parent / "install.json"
     if install.is_file():
         report["toolkit_install"] = json.loads(install.read_text())
@@ -198,9 +199,17 @@ def _save(path: Path, feeds: list[dict[str, Any]]) -> Path:
 
 
 def _prepare_kokoro(cfg: Config, assets: Assets, work: Path, texts: tuple[str, ...]) -> dict[str, Any]:
+    """Kokoro cut into its three parts, and the sentences' pieces as the board's backend renders them
+    (``KokoroRknnTts``): the voiced frames only (``kokoro_split.span``), the source run over the whole
+    piece and cut to them. The reference is the whole graph's rendering of every frame; a window
+    rendering is scored where the board plays it, in silence where it plays nothing (the start token,
+    the end token), so both are heard in the same place."""
+    import onnxruntime as ort
+
     from models import kokoro_graph as kg
+    from models import kokoro_split as ks
     from models import kokoro_window as kw
-    from models.kokoro_tts import KokoroTts
+    from models.kokoro_tts import SILENT, KokoroTts
 
     folder = work / "kokoro"
     folder.mkdir(exist_ok=True)
@@ -209,30 +218,36 @@ def _prepare_kokoro(cfg: Config, assets: Assets, work: Path, texts: tuple[str, .
     paths = {n: folder / f"{n}.onnx" for n in ("source", "window", "tail")}
     for name, path in paths.items():
         path.write_bytes(getattr(parts, name))
+    source = ort.InferenceSession(parts.source, providers=["CPUExecutionProvider"])
+
+    def har_of(f0: np.ndarray) -> np.ndarray:
+        return np.asarray(source.run([kg.HAR], {kg.F0: f0})[0], np.float32)
+
     tts = KokoroTts(model, assets.path("kokoro-v1.0-int8", "vocab.json"),
                     assets.path("kokoro-zh-voices", f"{cfg.tts.voice}.bin"))
     tts.load()
     try:
-        def fronts(text: str) -> list[Any]:
-            return [tts.front(p) for p in tts.pieces(text)]
-
-        pieces, wholes, owners = [], [], []
+        pieces, wholes, owners, places = [], [], [], []
         for i, text in enumerate(texts):
-            for f in fronts(text):
-                pieces.append({"features": f.features, "f0": f.f0, "energy": f.energy,
-                               "style": np.asarray(f.style, np.float32).reshape(1, -1)})
+            for phonemes in tts.pieces(text):
+                f = tts.front(phonemes)
+                sp = ks.span(f, phonemes, SILENT, cfg.tts.onset_frames)
+                pieces.append({"features": f.features[:, :, sp.start:sp.end], "f0": f.f0[:, 2 * sp.start:2 * sp.end],
+                               "energy": f.energy[:, 2 * sp.start:2 * sp.end],
+                               "style": np.asarray(f.style, np.float32).reshape(1, -1),
+                               "har": har_of(f.f0)[:, :, kg.COLUMNS * sp.start:kg.COLUMNS * sp.end + 1]})
                 wholes.append(tts.render_whole(f))
+                # (lead frames decoded for their level but not played, silence before, silence after)
+                places.append(((sp.voice - sp.start) * kw.FRAME, sp.voice * kw.FRAME,
+                               (int(f.durations.sum()) - sp.end) * kw.FRAME))
                 owners.append(i)
-        calibration = [f for text in CALIBRATION for f in fronts(text)]
+        calibration = [tts.front(p) for text in CALIBRATION for p in tts.pieces(text)]
     finally:
         tts.close()
-    import onnxruntime as ort
-
-    source = ort.InferenceSession(parts.source, providers=["CPUExecutionProvider"])
     plan = kw.Plan()
 
     def window_feeds(p: dict[str, np.ndarray]) -> list[dict[str, np.ndarray]]:
-        har = source.run([kg.HAR], {kg.F0: p["f0"]})[0]
+        har = p["har"] if "har" in p else har_of(p["f0"])
         return [kw.feed(p["features"], p["f0"], p["energy"], p["style"], har, w, plan.frames)
                 for w in kw.windows(plan, p["features"].shape[-1])]
 
@@ -247,7 +262,7 @@ def _prepare_kokoro(cfg: Config, assets: Assets, work: Path, texts: tuple[str, .
             "kokoro": {"source": str(paths["source"]), "tail": str(paths["tail"]),
                        "plan": [plan.frames, plan.context, plan.overlap],
                        "pieces": str(_save(folder / "pieces.npz", pieces))}}
-    return {"spec": spec, "owners": owners, "wholes": wholes, "parts": parts, "pieces": pieces}
+    return {"spec": spec, "owners": owners, "wholes": wholes, "places": places, "parts": parts, "pieces": pieces}
 
 
 def _clip(name: str) -> np.ndarray:
@@ -343,11 +358,16 @@ def _score_kokoro(assets: Assets, results: list[dict[str, Any]], kokoro: dict[st
     voice got wrong; greedy decoding (the first reports' judge) is kept beside it as ``greedy``."""
     from models.whisper_asr import WhisperAsr
 
+    def played(audio: list[np.ndarray]) -> list[np.ndarray]:
+        """A window rendering as the board plays it, in its place in the whole piece."""
+        return [np.concatenate([np.zeros(before, np.float32), a[lead:], np.zeros(after, np.float32)])
+                for a, (lead, before, after) in zip(audio, kokoro["places"], strict=True)]
+
     renders: dict[str, list[np.ndarray]] = {"whole-cpu": kokoro["wholes"],
-                                            "windowed-cpu": _windowed_on_cpu(kokoro)}
+                                            "windowed-cpu": played(_windowed_on_cpu(kokoro))}
     for r in results:
         if r.get("audio"):
-            renders[f"windowed-{r['precision']}-simulator"] = [np.load(p) for p in r["audio"]]
+            renders[f"windowed-{r['precision']}-simulator"] = played([np.load(p) for p in r["audio"]])
     clips = {name: [np.concatenate([a for a, o in zip(audio, kokoro["owners"], strict=True) if o == i])
                     for i in range(len(texts))] for name, audio in renders.items()}
     refs = clips["whole-cpu"]
@@ -395,10 +415,9 @@ def _windowed_on_cpu(kokoro: dict[str, Any]) -> list[np.ndarray]:
     from models import kokoro_window as kw
 
     parts = kokoro["parts"]
-    source, window, tail = (ort.InferenceSession(b, providers=["CPUExecutionProvider"])
-                            for b in (parts.source, parts.window, parts.tail))
+    window, tail = (ort.InferenceSession(b, providers=["CPUExecutionProvider"]) for b in (parts.window, parts.tail))
     return [np.concatenate(list(kw.render(
-        p["features"], p["f0"], p["energy"], p["style"], source=lambda f0: source.run([kg.HAR], {kg.F0: f0})[0],
+        p["features"], p["f0"], p["energy"], p["style"], source=kw.computed(p["har"]),
         window=lambda feed: window.run([kg.POST], feed)[0],
         tail=lambda post: tail.run([kg.AUDIO], {kg.POST: post})[0]))) for p in kokoro["pieces"]]
 
