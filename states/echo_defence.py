@@ -62,10 +62,10 @@ class EchoDefence:
         self.double_talk = (DoubleTalk(cfg.audio.sample_rate, vad_window)
                             if self.linear is not None and cfg.barge_in.double_talk else None)
         # the room's echo path, kept between sessions in ``room`` (the learnt judgement is the test's)
-        self.room = (RoomMemory(room, cfg.audio.sample_rate) if room is not None and cfg.echo.remember_room
+        self.room = (RoomMemory(room, self.linear) if room is not None and cfg.echo.remember_room
                      and self.linear is not None and self.double_talk is not None else None)
-        if self.room is not None and self.linear is not None:
-            self.room.recall(self.linear)
+        if self.room is not None:
+            self.room.recall()
         self.microphone = cfg.echo.asr_hears == "microphone"  # the ASR hears the raw microphone away from playback
         self.spoken: deque[list[str]] = deque(maxlen=2)  # the text of the last two replies, by chunk
         self.playing = False
@@ -174,9 +174,8 @@ class EchoDefence:
             self.spoken[-1].append(event.text)
         elif isinstance(event, PlaybackFinished):
             self.playing, self.playback_end = False, self.clock.samples
-            talk = self.double_talk
-            if self.room is not None and self.linear is not None and talk is not None and talk.learnt:
-                self.room.keep(self.linear)
+            if self.room is not None and self.double_talk is not None and self.double_talk.learnt:
+                self.room.keep()
 
 
 def _canceller(cfg: Config) -> EchoCanceller | None:

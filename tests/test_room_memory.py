@@ -78,15 +78,15 @@ def test_rehearsing_during_the_stream_is_refused(learnt):
 
 
 def test_the_memory_holds_the_last_audible_seconds_played(tmp_path: Path, learnt):
-    memory = RoomMemory(tmp_path / "room-echo.npz", RATE)
+    canceller = LinearEchoCanceller(RATE)
+    memory = RoomMemory(tmp_path / "room-echo.npz", canceller)
     voice = real("car_commands_68s.wav")[:8 * RATE]
     silence = np.zeros(CHUNK, np.float32)
     for i in range(0, len(voice), CHUNK):
         memory.hear(voice[i:i + CHUNK])
         memory.hear(silence)  # not held: nothing to learn from
-    canceller = LinearEchoCanceller(RATE)
     canceller.process(room(voice), voice)
-    memory.keep(canceller)
+    memory.keep()
     with np.load(tmp_path / "room-echo.npz") as kept:
         assert int(kept["sample_rate"]) == RATE and kept["played"].dtype == np.int16
         assert len(kept["played"]) == REHEARSAL_S * RATE
@@ -97,22 +97,22 @@ def test_the_memory_holds_the_last_audible_seconds_played(tmp_path: Path, learnt
 
 def test_no_memory_a_broken_one_or_another_set_up_starts_afresh(tmp_path: Path, learnt):
     path = tmp_path / "room-echo.npz"
-    canceller = LinearEchoCanceller(RATE)
-    assert not RoomMemory(path, RATE).recall(canceller)
+    memory = RoomMemory(path, LinearEchoCanceller(RATE))
+    assert not memory.recall()
     path.write_bytes(b"not a memory")
-    assert not RoomMemory(path, RATE).recall(canceller)
+    assert not memory.recall()
     np.savez(path, sample_rate=RATE, played=np.zeros(RATE, np.int16), response=learnt[:1024])
-    assert not RoomMemory(path, RATE).recall(canceller)  # a 64 ms filter
+    assert not memory.recall()  # a 64 ms filter
     np.savez(path, sample_rate=8000, played=np.zeros(RATE, np.int16), response=learnt)
-    assert not RoomMemory(path, RATE).recall(canceller)
+    assert not memory.recall()
 
 
 def test_a_memory_that_cannot_be_written_is_let_go(tmp_path: Path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    memory = RoomMemory(blocker / "room-echo.npz", RATE)
+    memory = RoomMemory(blocker / "room-echo.npz", LinearEchoCanceller(RATE))
     memory.hear(real("greeting_10s.wav")[:RATE])
-    memory.keep(LinearEchoCanceller(RATE))  # logged, not raised: the room is learnt again next time
+    memory.keep()  # logged, not raised: the room is learnt again next time
     assert not (blocker / "room-echo.npz").exists()
 
 

@@ -59,7 +59,8 @@ def _library() -> Any:
     return lib
 
 
-def _pcm(samples: np.ndarray) -> np.ndarray:
+def pcm16(samples: np.ndarray) -> np.ndarray:
+    """Float samples (full scale 1) as the library's 16-bit ones."""
     return np.clip(samples * INT16, -INT16 - 1, INT16).astype(np.int16)
 
 
@@ -103,7 +104,7 @@ class LinearEchoCanceller:
             if len(mic) % self.frame:
                 self._ready = np.zeros(self.frame, np.float32)
                 self.lag = self.frame
-        both = _pcm(np.stack([mic, reference]))
+        both = pcm16(np.stack([mic, reference]))
         pending = np.ascontiguousarray(np.concatenate([self._pending, both], axis=1))
         whole = pending.shape[1] - pending.shape[1] % self.frame
         out = self._cancel(pending[:, :whole])
@@ -134,7 +135,7 @@ class LinearEchoCanceller:
             self.reset()
         heard = np.convolve(played, response)[:len(played)]
         whole = len(played) - len(played) % self.frame
-        self._cancel(_pcm(np.stack([heard[:whole], played[:whole]])))
+        self._cancel(pcm16(np.stack([heard[:whole], played[:whole]])))
 
     def _cancel(self, both: np.ndarray) -> np.ndarray:
         """Whole frames of int16 microphone (row 0) and reference (row 1) through the filter."""
