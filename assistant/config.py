@@ -141,6 +141,8 @@ class EchoConfig:
     linear: bool = _opt(True, "The ASR hears a request begun over the reply through a linear canceller "
                               "(Speex MDF), which keeps the user's first syllables (with cancel).")
     linear_filter_ms: int = _opt(128, "Echo path the linear canceller models, in ms.", lo=16, hi=500)
+    leak_check: bool = _opt(True, "Refuse a barge-in whose last 128 ms AEC3 let through are the reply's own echo "
+                                  "(a short linear filter of what was played explains them).")
     remember_room: bool = _opt(True, "Keep the room's echo path (learnt by the linear canceller, with the "
                                      "double-talk test on) in the data folder for the next session's first reply.")
     asr_hears: str = _opt("microphone", "What the ASR hears (with cancel and linear): the microphone as captured, "
@@ -334,7 +336,7 @@ class TtsConfig:
                                          "'first_audio' (while a reply's first sound is made) or 'always' "
                                          "(whenever the TTS renders).", choices=("never", "first_audio", "always"))
     voiced_only: bool = _opt(True, "Kokoro: render only the voiced frames (not the start token's 0.4 s of silence).")
-    onset_frames: int = _opt(0, "Kokoro, voiced frames: play each piece from this many 25 ms frames before its first "
+    onset_frames: int = _opt(2, "Kokoro, voiced frames: play each piece from this many 25 ms frames before its first "
                                 "phoneme's aligned frame, where its first consonant begins.", lo=0, hi=4)
     first_frames: int = _opt(16, "Kokoro: frames (25 ms each) of a text's first piece decoded and played before the "
                                  "rest (0: off).", lo=0, hi=200)

@@ -150,7 +150,8 @@ class BargeIn(Event):
 class EchoIgnored(Event):
     """A layer of the echo defence acted: what the assistant heard of itself was not taken as the user.
 
-    ``layer`` is ``echo_window`` (speech muted right after playback started), ``transcript`` (an
+    ``layer`` is ``echo_window`` (speech muted right after playback started), ``leak`` (a barge-in
+    refused: what AEC3 let through was the reply's own echo), ``transcript`` (an
     utterance matching the assistant's own words) or ``own_words`` (a wake or stop word that is in
     the reply being spoken).
     """

@@ -85,7 +85,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _echo_defence(records: list[dict[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {"canceller": None, "echo_window": 0, "transcript": 0, "own_words": 0}
+    out: dict[str, Any] = {"canceller": None, "echo_window": 0, "leak": 0, "transcript": 0, "own_words": 0}
     for r in records:
         if r["type"] == "echo_ignored":
             out[r["layer"]] += 1

@@ -146,7 +146,7 @@ async def self_interruptions(models: Models, n: int, out: Path,
                                         room=room)
             count, defence, barges = counts[name], summary["echo_defence"], summary["barge_ins"]
             count.update(barged=bool(barges), extra=max(0, len(summary["turns"]) - 1),
-                         **{k: defence[k] for k in ("echo_window", "transcript", "own_words")})
+                         **{k: defence[k] for k in ("echo_window", "leak", "transcript", "own_words")})
             if (aec := defence["canceller"]) is not None:
                 count.update(acted=aec["acted_chunks"], echo=aec["echo_chunks"], marked=aec["double_talk_windows"] or 0)
                 erle[name].append(aec["erle_db"])
@@ -159,14 +159,14 @@ async def self_interruptions(models: Models, n: int, out: Path,
             cells.append(f"{barged} ({len(summary['turns'])} turns)")
         rows.append(f"| {i} | {label} | {reply_s:.1f} | {' | '.join(cells)} |")
     print(f"\n## Self-interruption ({n} sessions nobody talks over, echo gain {ECHO.gain}, {ECHO.delay_ms:.0f} ms)\n")
-    print("| defence | self-interruptions | extra turns | echo window | transcript filter | own words | "
-          "canceller acted / echo chunks | mean ERLE (dB) | windows marked double talk |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| defence | self-interruptions | extra turns | echo window | leaks refused | transcript filter | "
+          "own words | canceller acted / echo chunks | mean ERLE (dB) | windows marked double talk |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name, _ in defences:
         c = counts[name]
         aec = (f"{c['acted']} / {c['echo']} | {statistics.mean(erle[name]):.1f} | {c['marked']}" if erle[name]
                else "off | - | -")
-        print(f"| {name} | {c['barged']} / {n} | {c['extra']} | {c['echo_window']} | {c['transcript']} | "
+        print(f"| {name} | {c['barged']} / {n} | {c['extra']} | {c['echo_window']} | {c['leak']} | {c['transcript']} | "
               f"{c['own_words']} | {aec} |")
     print("\nPer session: barge-ins (reason@session s) and turns, per defence configuration.\n")
     print(f"| # | request | reply (s) | {' | '.join(name for name, _ in defences)} |")

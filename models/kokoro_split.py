@@ -37,7 +37,7 @@ LEAD_FRAMES = 8  # of the start token's silence, decoded but not played
 # loses its first consonant's onset (火车 → 过车, 再把 → 带把, 周末 → 多么: Whisper base's CER on the ten
 # round-trip sentences of ``assistant npu build``, the whole rendering played from there, 0.080; from
 # 2 frames (50 ms) earlier 0.049, from 4 the same; the whole rendering as it is 0.055). ``span``'s
-# ``onset`` (``tts.onset_frames``) plays that many frames earlier; 0 by default: see config.toml.
+# ``onset`` (``tts.onset_frames``, 2 by default) plays that many frames earlier: see config.toml.
 TAIL_FRAMES = 2  # after the last phoneme, for its decay
 FADE = 480  # samples of cross-fade at the join (20 ms)
 # The decoder's time per frame over a frame's duration: 0.28–0.31 on long spans on a 2-core EPYC, more on

@@ -7,7 +7,8 @@ linear canceller finds the user in counts from ``barge_in.double_talk_threshold`
 after the echo window, ``speaking.echo_window_ms`` from
 the start of playback, when the assistant mostly hears itself), or a stop word or wake word from
 the keyword spotter, unless the reply being spoken contains that very word (the assistant heard
-itself say it). Both checks are the echo defence's (``states/echo_defence.py``).
+itself say it). Both checks are the echo defence's (``states/echo_defence.py``), as is the refusal of
+speech that is the reply's own echo let through by a cold canceller (``EchoDefence.is_leak``).
 """
 
 from __future__ import annotations
@@ -87,6 +88,8 @@ class Interruptible(State):
             s.echo.window_muted()
         if onset is not None and s.is_noise(onset):
             self.detector.skip_run()
+        elif onset is not None and s.echo.is_leak(s.history):
+            self.detector.prime(onset)  # not yet: decided again on the windows to come, from the same onset
         elif onset is not None:
             await barge_in(s, Reason.SPEECH, onset)
 

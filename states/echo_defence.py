@@ -13,6 +13,9 @@ one can be switched off in ``[echo]`` and ``[speaking]``, and each publishes ``E
    it finds the user over the echo lets a muffled barge-in count (``barge_in.double_talk``). A live
    session's linear canceller starts from the room's echo path as the last session learnt it
    (``echo.remember_room``, ``assistant/audio/room_memory.py``).
+   A barge-in whose last 128 ms AEC3 let through are explained by what was played is refused
+   (``is_leak()``, ``echo.leak_check``, ``assistant/audio/echo_leak.py``): a cold AEC3 sometimes
+   passes a syllable of the first reply almost whole, and the VAD is sure of it.
 2. The echo window: for ``speaking.echo_window_ms`` after playback starts, speech cannot barge in;
    and its mirror after a barge-in: for ``echo.tail_ms`` after playback stopped, quiet does not end
    the new utterance (AEC3 still suppresses the reply's tail, and the user under it).
@@ -31,6 +34,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from assistant.audio import echo_leak
 from assistant.audio.double_talk import DoubleTalk
 from assistant.audio.history import AudioHistory
 from assistant.audio.protocols import Samples
@@ -66,6 +70,9 @@ class EchoDefence:
                      and self.linear is not None and self.double_talk is not None else None)
         if self.room is not None:
             self.room.recall()
+        # what the speaker played, for the leak check
+        self.played = (AudioHistory(echo_leak.SPAN + echo_leak.MAX_LAG)
+                       if self.canceller is not None and cfg.echo.leak_check else None)
         self.microphone = cfg.echo.asr_hears == "microphone"  # the ASR hears the raw microphone away from playback
         self.spoken: deque[list[str]] = deque(maxlen=2)  # the text of the last two replies, by chunk
         self.playing = False
@@ -75,6 +82,8 @@ class EchoDefence:
     # -- layer 1: the cancellers ----------------------------------------------------------------
     def clean(self, mic: Samples, played: Samples) -> Samples:
         """The microphone chunk without the echo of ``played`` (what the speaker played meanwhile)."""
+        if self.played is not None:
+            self.played.append(played)
         if self.linear is not None and self.linear_history is not None:
             linear = self.linear.process(mic, played)  # fed always, so it stays adapted to the room
             if self.room is not None:
@@ -88,6 +97,23 @@ class EchoDefence:
     def talk(self, end: int) -> bool:
         """Did the linear canceller find the user over the reply's echo in the VAD window ending at ``end``?"""
         return self.double_talk is not None and self.double_talk.at(end)
+
+    def is_leak(self, heard: AudioHistory) -> bool:
+        """Are the last 128 ms of ``heard`` (AEC3's output, kept in step with ``clean``'s chunks) the
+        reply's own echo, let through? (Published when they are.)"""
+        if self.played is None:
+            return False
+        end = self.played.end
+        out = heard.slice(end - echo_leak.SPAN, end)
+        played = self.played.slice(end - echo_leak.SPAN - echo_leak.MAX_LAG, end)
+        if len(out) < echo_leak.SPAN or len(played) < echo_leak.SPAN + echo_leak.MAX_LAG:
+            return False  # the session's first 300 ms
+        unexplained = echo_leak.unexplained_db(out, played)
+        if unexplained is None or unexplained > echo_leak.LEAK_DB:
+            return False
+        log.info("barge-in refused: the reply's own echo, let through", unexplained_db=round(unexplained, 1))
+        self.bus.publish(EchoIgnored(layer="leak", detail=f"{unexplained:.1f} dB unexplained by what was played"))
+        return True
 
     def heard(self, history: AudioHistory, start: int, stop: int) -> Samples:
         """Samples ``[start, stop)`` for the ASR: from the linear canceller when the speech began while

@@ -276,3 +276,13 @@ async def test_with_replies_prepared_ahead_a_request_with_a_pause_is_still_answe
     assert match("你在吗今天怎么样", [heard[-1]]).score >= 0.8, heard
     asked = [text for text, _ in models["llm"].history.exchanges]
     assert len(asked) == 1 and match("今天怎么样", [asked[0]]).score >= 0.8, asked  # the half is forgotten
+
+
+async def test_a_reply_whose_echo_leaks_through_the_cold_canceller_is_not_interrupted(talk):
+    """benchmarks/echo.py's quiet session 嘿，小智你在吗 → 是的，我在线运行。 interrupted itself 0.96 s
+    into the reply once its pieces kept their onsets (tts.onset_frames): the cold AEC3 let the second
+    piece's 我 through, and silero was sure of it. The leak check refuses that barge-in."""
+    r = await talk(sessions.one_turn().audio, llm=ScriptedLlm("是的，我在线运行。"))
+    assert "barge_in" not in r.types()
+    assert r.first("playback_finished")["interrupted"] is False
+    assert len(r.summary["turns"]) == 1 and r.summary["turns"][0]["reply"] == "是的，我在线运行。"
