@@ -159,7 +159,7 @@ async def self_interruptions(models: Models, n: int, out: Path,
             cells.append(f"{barged} ({len(summary['turns'])} turns)")
         rows.append(f"| {i} | {label} | {reply_s:.1f} | {' | '.join(cells)} |")
     print(f"\n## Self-interruption ({n} sessions nobody talks over, echo gain {ECHO.gain}, {ECHO.delay_ms:.0f} ms)\n")
-    print("| defence | self-interruptions | extra turns | echo window | leaks refused | transcript filter | "
+    print("| defence | self-interruptions | extra turns | echo window | leak refusals | transcript filter | "
           "own words | canceller acted / echo chunks | mean ERLE (dB) | windows marked double talk |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name, _ in defences:

@@ -89,7 +89,9 @@ class Interruptible(State):
         if onset is not None and s.is_noise(onset):
             self.detector.skip_run()
         elif onset is not None and s.echo.is_leak(s.history):
-            self.detector.prime(onset)  # not yet: decided again on the windows to come, from the same onset
+            # not yet: decided again on the windows to come, from the same onset while it is recent (a
+            # run refused for long is the echo's: speech decided later in it begins at most 0.5 s back)
+            self.detector.prime(max(onset, s.history.end - s.cfg.audio.sample_rate // 2))
         elif onset is not None:
             await barge_in(s, Reason.SPEECH, onset)
 

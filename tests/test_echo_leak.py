@@ -51,9 +51,9 @@ def test_the_echo_let_through_is_explained_by_what_was_played(reply: np.ndarray)
     assert all(is_leak(heard[e - SPAN:e], reply[e - SPAN - MAX_LAG:e]) for e in ends)
 
 
-def test_an_echo_with_early_reflections_and_half_cancelled_is_still_a_leak(reply: np.ndarray) -> None:
+def test_an_echo_with_early_reflections_is_still_a_leak(reply: np.ndarray) -> None:
     path = np.zeros(DELAY + 120)
-    path[DELAY], path[DELAY + 37], path[DELAY + 111] = 0.3, -0.15, 0.08  # within the fitted 8 ms
+    path[DELAY], path[DELAY + 37], path[DELAY + 111] = 0.3, -0.15, 0.08  # the last outside the fitted taps
     heard = fftconvolve(reply, path)[:len(reply)].astype(np.float32)
     ends = loud_ends(heard, RATE, 7 * RATE)
     assert sum(is_leak(heard[e - SPAN:e], reply[e - SPAN - MAX_LAG:e]) for e in ends) >= 0.9 * len(ends)
