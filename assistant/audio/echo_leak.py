@@ -60,8 +60,3 @@ def _strongest_lag(y: np.ndarray, x: np.ndarray) -> int:
     energy = (summed[n:] - summed[:-n])[:MAX_LAG + 1]  # each candidate's power, as a running sum
     return int(np.argmax(np.abs(corr) / np.sqrt(np.maximum(energy, 1e-20))))
 
-
-def is_leak(heard: Samples, played: Samples) -> bool:
-    """Is ``heard`` (AEC3's output) the echo of ``played``, as ``unexplained_db`` judges it?"""
-    db = unexplained_db(heard, played)
-    return db is not None and db <= LEAK_DB
