@@ -147,8 +147,11 @@ class WhisperAsr:
         except ImportError as exc:
             raise ModelError(f"asr: faster-whisper or opencc is not installed ({exc})") from None
         try:
+            # One thread per decoding, ``threads`` decodings side by side (the two prompts of "pooled"):
+            # CTranslate2's own threads made beam search about three times slower on a 2-core Xeon
+            # (benchmarks/asr_threads.py), where two single-threaded workers share the weights.
             self._model = WhisperModel(str(self.model_dir), device="cpu", compute_type=self.compute_type,
-                                       cpu_threads=self.threads, local_files_only=True)
+                                       cpu_threads=1, num_workers=self.threads, local_files_only=True)
         except Exception as exc:  # CTranslate2 raises RuntimeError/ValueError on a bad folder
             raise ModelError(f"asr: cannot load Whisper from {self.model_dir}: {exc}") from None
         self._t2s = opencc.OpenCC("t2s")
@@ -320,11 +323,12 @@ class WhisperAsr:
 
     def _generate(self, encoded: Any, prompts: list[list[int]], new_tokens: int, stop: threading.Event,
                   temperature: float) -> tuple[str, float, float]:
-        found, no_speech = self._hypotheses(encoded, prompts[0], new_tokens, stop, temperature)
-        for prompt in prompts[1:]:
-            if len(_content(self._t2s.convert(found[0][0]))) > RESCORED_CHARS:
-                break  # too long to be weighed: the first prompt's reading stands, the others are not needed
-            found += self._hypotheses(encoded, prompt, new_tokens, stop, temperature)[0]
+        jobs = [self._submit(encoded, prompt, new_tokens, stop, temperature) for prompt in prompts]
+        found, no_speech = self._hypotheses(jobs[0])
+        for job in jobs[1:]:  # decoded side by side: each is waited for, so none outlives the transcription
+            more, _ = self._hypotheses(job)
+            if len(_content(self._t2s.convert(found[0][0]))) <= RESCORED_CHARS:
+                found += more  # else too long to be weighed: the first prompt's reading stands
         rescorer = self.rescorer
         ranked: list[Hypothesis] = []
         text = (rescored(found, rescorer, self.rescore_weight, self._t2s.convert, self._weighed, ranked)[0]
@@ -337,10 +341,10 @@ class WhisperAsr:
         _, summed, length = found[0]
         return text, summed / (length + 1), no_speech
 
-    def _hypotheses(self, encoded: Any, prompt: list[int], new_tokens: int, stop: threading.Event,
-                    temperature: float) -> tuple[list[Hypothesis], float]:
-        """The decoder's best hypotheses after ``prompt`` (``n_best`` with a rescorer, else one), and
-        its no-speech probability."""
+    def _submit(self, encoded: Any, prompt: list[int], new_tokens: int, stop: threading.Event,
+                temperature: float) -> Any:
+        """The decoding after ``prompt`` (``n_best`` hypotheses with a rescorer, else one), started on a
+        free CTranslate2 worker; ``_hypotheses`` waits for it."""
         if stop.is_set():
             raise Stopped
         model = self._model
@@ -351,11 +355,16 @@ class WhisperAsr:
 
             ctranslate2.set_random_seed(SEED)
             sampling = {"sampling_topk": 0, "sampling_temperature": temperature}
-        result = model.model.generate(
+        return model.model.generate(
             encoded, [prompt], beam_size=1 if sampling else self.beam_size,
-            max_length=min(model.max_length, len(prompt) + new_tokens),
+            max_length=min(model.max_length, len(prompt) + new_tokens), asynchronous=True,
             return_scores=True, return_no_speech_prob=True, suppress_blank=True,
             suppress_tokens=self._suppress, num_hypotheses=hypotheses, **sampling)[0]
+
+    def _hypotheses(self, job: Any) -> tuple[list[Hypothesis], float]:
+        """A started decoding's hypotheses (text, summed log-probability, tokens), and its no-speech
+        probability."""
+        result = job.result()
         found = [(self._tokenizer.decode(tokens).strip(), score * len(tokens), len(tokens))
                  for tokens, score in zip(result.sequences_ids, result.scores, strict=True)]
         return found, result.no_speech_prob

@@ -269,22 +269,29 @@ def test_digits_running_and_a_stuttering_first_hypothesis_are_weighed() -> None:
 
 
 class Decodings:
-    """Records the prompt of each decoding a WhisperAsr makes (its ``_hypotheses``)."""
+    """Records the prompt of each decoding a WhisperAsr starts (its ``_submit``)."""
 
     def __init__(self, asr: WhisperAsr) -> None:
         self.prompts: list[list[int]] = []
-        real = asr._hypotheses
+        self.steps: list[str] = []  # "start" and "wait", in the order they happened
+        submit, wait = asr._submit, asr._hypotheses
 
-        def recording(encoded: object, prompt: list[int], *rest: object) -> object:
+        def submitting(encoded: object, prompt: list[int], *rest: object) -> object:
             self.prompts.append(prompt)
-            return real(encoded, prompt, *rest)  # type: ignore[arg-type]
-        asr._hypotheses = recording  # type: ignore[method-assign,assignment]
+            self.steps.append("start")
+            return submit(encoded, prompt, *rest)  # type: ignore[arg-type]
+
+        def waiting(job: object) -> object:
+            self.steps.append("wait")
+            return wait(job)
+        asr._submit = submitting  # type: ignore[method-assign,assignment]
+        asr._hypotheses = waiting  # type: ignore[method-assign,assignment]
 
 
 async def test_pooled_decoding_weighs_the_readings_of_both_prompts_together() -> None:
     # asr.command_bias = "pooled": every short utterance is decoded without the command words and with
-    # them, from the same encoder output, and one weighing chooses among the readings of both; a
-    # reading too long to be weighed (corpus 013: 64 characters) is decoded once, without them
+    # them, from the same encoder output (side by side), and one weighing chooses among the readings of
+    # both; a plain reading too long to be weighed (corpus 013: 64 characters) stands as it is
     folder = Assets([SHARED / "models"]).folder("whisper-base")
     words = "几点 提醒 待办 闹钟 打开 关掉"
     plain_weighing, pooled_weighing = Weighing(defaultdict(float)), Weighing(defaultdict(float))
@@ -300,12 +307,15 @@ async def test_pooled_decoding_weighs_the_readings_of_both_prompts_together() ->
         short = read_wav(CORPUS / "011.wav", 16000)
         await plain.transcribe(short)
         await pooled.transcribe(short)
-        assert decodings.prompts == [pooled._plain, pooled._prompt]  # both, the plain one first
+        assert decodings.prompts == [pooled._plain, pooled._prompt]  # both, the plain one first ...
+        assert decodings.steps == ["start", "start", "wait", "wait"]  # ... side by side
         assert len(pooled_weighing.asked) == 1  # one weighing of the readings of both
         assert set(plain_weighing.asked[0]) <= set(pooled_weighing.asked[0])
         decodings.prompts.clear()
-        await pooled.transcribe(read_wav(CORPUS / "013.wav", 16000))
-        assert decodings.prompts == [pooled._plain]
+        long = read_wav(CORPUS / "013.wav", 16000)
+        assert await pooled.transcribe(long) == await plain.transcribe(long)
+        assert decodings.prompts == [pooled._plain, pooled._prompt]
+        assert len(pooled_weighing.asked) == 1  # nothing more weighed
     finally:
         plain.close()
         pooled.close()
