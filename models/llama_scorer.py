@@ -4,84 +4,189 @@ Whisper's n-best hypotheses.
 Whisper base's decoder knows little Chinese: near-misses it writes with confidence (公子是哪个国家的人,
 北京是哪个国家的首度, 一米等于多少里米) are among its five best hypotheses beside the right ones,
 and Qwen can tell them apart. ``logprobs(texts)`` gives each text's summed log-probability after a
-fixed lead-in (以下是一句普通话：), one llama.cpp forward pass over the tokens it has not seen: the
-lead-in is evaluated once at load, and the hypotheses are evaluated in token order, each reusing the
-tokens it shares with the one before it (the KV cache is cut back to the common prefix), so
-hypotheses that differ only near their end cost little more than one.
+fixed lead-in (以下是一句普通话：).
 
-It is its own llama.cpp context with every position's logits kept (``logits_all``), beside the reply
-model: the reply model's context, its cached system prompt and its sampling state stay untouched.
-The weights are memory-mapped from the same file, so the page cache holds them once. It is called
-from the ASR's worker thread only.
+All the texts of a call are weighed in one llama.cpp forward pass, as a tree: the lead-in, then every
+distinct token prefix of the texts once, each token tagged with the sequences (one per text) that
+pass through it, so a token attends to exactly the tokens of its own texts (llama.cpp's attention mask
+by sequence). The beam's readings share most of their tokens; one pass reads the weights once, where
+one pass per reading read them once each (benchmarks/asr_time.py). Logits are kept only where a
+next token is scored (not at a reading's last token).
+
+It is its own llama.cpp context (llama-cpp-python's low-level API: several sequences in one KV cache),
+beside the reply model, whose context, cached system prompt and sampling state stay untouched. The
+weights are memory-mapped from the same file, so the page cache holds them once. It is called from the
+ASR's worker thread only.
 """
 
 from __future__ import annotations
 
+import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 from models.files import verified
 from models.protocols import ModelError
 
-if TYPE_CHECKING:
-    from llama_cpp import Llama
-
 LEAD_IN = "以下是一句普通话："
-CONTEXT = 96  # tokens: the lead-in and the longest hypothesis rescored (60 characters); its logits take 58 MB
-MAX_TOKENS = CONTEXT - 16
+CONTEXT = 96  # tokens in one pass: the lead-in and a tree of readings; its logits take up to 58 MB
+MAX_TOKENS = CONTEXT - 16  # the longest text weighed (the rescoring weighs up to 60 characters)
+SEQUENCES = 16  # texts weighed in one pass at most
 
 
 class LlamaScorer:
-    """Sentence log-probabilities under a GGUF model (llama-cpp-python, CPU)."""
+    """Sentence log-probabilities under a GGUF model (llama.cpp, CPU)."""
 
     def __init__(self, model_path: Path, *, expected_sha256: str, threads: int = 2) -> None:
         self.model_path = model_path
         self.threads = threads
         self.expected_sha256 = expected_sha256
-        self._model: Llama | None = None
+        self._model: Any = None  # llama.cpp's model, context, vocabulary and batch (ctypes handles)
+        self._ctx: Any = None
+        self._vocab: Any = None
+        self._batch: Any = None
         self._lead: list[int] = []
 
     def load(self) -> None:
         try:
-            from llama_cpp import Llama
+            import llama_cpp
         except ImportError as exc:
             raise ModelError(f"scorer: llama-cpp-python is not installed ({exc})") from None
         path = verified(self.model_path, self.expected_sha256, "scorer")  # a truncated GGUF can end the process
-        try:
-            self._model = Llama(model_path=str(path), n_ctx=CONTEXT, n_batch=CONTEXT, n_threads=self.threads,
-                                n_threads_batch=self.threads, logits_all=True, verbose=False)
-        except (ValueError, RuntimeError, OSError) as exc:
-            raise ModelError(f"scorer: llama.cpp could not load {path}: {exc}") from None
-        self._lead = self._model.tokenize(LEAD_IN.encode(), add_bos=False, special=False)
-        self._model.n_tokens = 0
-        self._model.eval(self._lead)
+        llama_cpp.llama_backend_init()
+        with _quiet():
+            self._model = llama_cpp.llama_model_load_from_file(str(path).encode(),
+                                                               llama_cpp.llama_model_default_params())
+        if not self._model:
+            raise ModelError(f"scorer: llama.cpp could not load {path}")
+        params = llama_cpp.llama_context_default_params()
+        params.n_ctx = params.n_batch = params.n_ubatch = CONTEXT
+        params.n_seq_max, params.kv_unified, params.no_perf = SEQUENCES, True, True
+        params.n_threads = params.n_threads_batch = self.threads
+        with _quiet():
+            self._ctx = llama_cpp.llama_init_from_model(self._model, params)
+        if not self._ctx:
+            self.close()
+            raise ModelError(f"scorer: llama.cpp could not make a context for {path}")
+        self._vocab = llama_cpp.llama_model_get_vocab(self._model)
+        self._batch = llama_cpp.llama_batch_init(CONTEXT, 0, SEQUENCES)
+        self._lead = self._tokens(LEAD_IN)
 
     def close(self) -> None:
-        if self._model is not None:
-            self._model.close()
-            self._model = None
+        import llama_cpp
+
+        with _quiet():
+            if self._batch is not None:
+                llama_cpp.llama_batch_free(self._batch)
+            if self._ctx:
+                llama_cpp.llama_free(self._ctx)
+            if self._model:
+                llama_cpp.llama_model_free(self._model)
+        self._model = self._ctx = self._vocab = self._batch = None
 
     def logprobs(self, texts: Sequence[str]) -> list[float]:
-        """Each text's summed log-probability (natural log) after the lead-in; -inf for one too long.
-        The texts are evaluated in token order, so each shares the longest prefix with the one before."""
-        model = self._model
-        if model is None:
+        """Each text's summed log-probability (natural log) after the lead-in; -inf for one too long
+        (or empty). Texts are weighed in groups of those that share the most tokens, one pass a group."""
+        if self._ctx is None:
             raise ModelError("scorer: used before load()")
-        tokens = [model.tokenize(text.encode(), add_bos=False, special=False) for text in texts]
+        tokens = [self._tokens(text) for text in texts]
         out = [-math.inf] * len(texts)
-        for i in sorted(range(len(texts)), key=lambda i: tokens[i]):
-            if not tokens[i] or len(self._lead) + len(tokens[i]) > MAX_TOKENS:
-                continue
-            ids = self._lead + tokens[i]
-            shared = _common_prefix(list(model.input_ids[: model.n_tokens]), ids)
-            model.n_tokens = max(len(self._lead), min(shared, len(ids) - 1))
-            model.eval(ids[model.n_tokens:])
-            out[i] = _summed(model.scores, ids, len(self._lead))
+        weighed = sorted((i for i, t in enumerate(tokens) if t and len(self._lead) + len(t) <= MAX_TOKENS),
+                         key=lambda i: tokens[i])
+        for group in _groups([tokens[i] for i in weighed], CONTEXT - len(self._lead), SEQUENCES):
+            sums = self._pass([tokens[weighed[k]] for k in group])
+            for k, value in zip(group, sums, strict=True):
+                out[weighed[k]] = value
         return out
+
+    def _tokens(self, text: str) -> list[int]:
+        import llama_cpp
+
+        data = text.encode()
+        buffer = (llama_cpp.llama_token * (len(data) + 8))()
+        n = llama_cpp.llama_tokenize(self._vocab, data, len(data), buffer, len(buffer), False, False)
+        return list(buffer[:n]) if n >= 0 else [0] * MAX_TOKENS  # never more tokens than bytes: too long anyway
+
+    def _pass(self, texts: list[list[int]]) -> list[float]:
+        """The summed log-probabilities of ``texts`` (at most SEQUENCES, sharing at most CONTEXT tokens
+        with the lead-in), from one forward pass over the lead-in and the tree of their prefixes."""
+        import llama_cpp
+
+        tree = _tree(texts)
+        batch, lead = self._batch, len(self._lead)
+        everyone = list(range(len(texts)))
+        rows = [(token, position, everyone, position == lead - 1) for position, token in enumerate(self._lead)]
+        rows += [(prefix[-1], lead + len(prefix) - 1, owners, scored) for prefix, (owners, scored) in tree.items()]
+        for i, (token, position, owners, scored) in enumerate(rows):
+            batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.logits[i] = token, position, len(owners), scored
+            for j, owner in enumerate(owners):
+                batch.seq_id[i][j] = owner
+        batch.n_tokens = len(rows)
+        llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(self._ctx), True)
+        if llama_cpp.llama_decode(self._ctx, batch) != 0:
+            raise ModelError("scorer: llama.cpp could not evaluate the readings")
+        at = {prefix: lead + k for k, prefix in enumerate(tree)}  # each prefix's row in the batch
+        n_vocab = llama_cpp.llama_vocab_n_tokens(self._vocab)
+        cache: dict[int, np.ndarray] = {}
+
+        def log_softmax(row: int) -> np.ndarray:
+            if row not in cache:
+                logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(self._ctx, row), shape=(n_vocab,))
+                scores = logits.astype(np.float64)
+                top = scores.max()
+                cache[row] = scores - (top + np.log(np.exp(scores - top).sum()))
+            return cache[row]
+
+        sums = []
+        for text in texts:
+            rows_before = [lead - 1] + [at[tuple(text[:k])] for k in range(1, len(text))]
+            sums.append(float(sum(log_softmax(r)[t] for r, t in zip(rows_before, text, strict=True))))
+        return sums
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """llama.cpp's log silenced (llama-cpp-python's logger, which rates llama.cpp's warnings as errors)."""
+    chatter = logging.getLogger("llama-cpp-python")
+    level = chatter.level
+    chatter.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        chatter.setLevel(level)
+
+
+def _tree(texts: list[list[int]]) -> dict[tuple[int, ...], tuple[list[int], bool]]:
+    """Every distinct prefix of the texts, parents first: (the texts it belongs to, whether a next
+    token is scored from it)."""
+    owners: dict[tuple[int, ...], list[int]] = {}
+    scored: set[tuple[int, ...]] = set()
+    for n, text in enumerate(texts):
+        for k in range(1, len(text) + 1):
+            owners.setdefault(tuple(text[:k]), []).append(n)
+            if k < len(text):
+                scored.add(tuple(text[:k]))
+    return {prefix: (texts_of, prefix in scored) for prefix, texts_of in owners.items()}
+
+
+def _groups(texts: list[list[int]], room: int, most: int) -> list[list[int]]:
+    """Consecutive texts (sorted, so neighbours share prefixes) grouped so that each group's tree has at
+    most ``room`` tokens and ``most`` texts."""
+    groups: list[list[int]] = []
+    size = 0
+    for i, text in enumerate(texts):
+        shared = _common_prefix(texts[i - 1], text) if groups else 0
+        if not groups or len(groups[-1]) >= most or size + len(text) - shared > room:
+            groups.append([])
+            size, shared = 0, 0
+        groups[-1].append(i)
+        size += len(text) - shared
+    return groups
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:
@@ -91,12 +196,3 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
             break
         n += 1
     return n
-
-
-def _summed(scores: np.ndarray, ids: list[int], start: int) -> float:
-    """The summed log-softmax of ``ids[start:]``, each read from the logits of the position before it."""
-    rows = np.asarray(scores[start - 1: len(ids) - 1], dtype=np.float64)
-    top = rows.max(axis=1, keepdims=True)
-    norm = top[:, 0] + np.log(np.exp(rows - top).sum(axis=1))
-    picked = rows[np.arange(len(rows)), ids[start:]]
-    return float(np.sum(picked - norm))

@@ -41,10 +41,10 @@ def test_the_sentence_a_person_would_say_scores_above_whispers_near_misses(score
 
 
 def test_scores_do_not_depend_on_what_was_scored_before(scorer: LlamaScorer) -> None:
-    # each text reuses the KV cache of the tokens it shares with the one before: the result must be
-    # the text's own, whatever came before it (to llama.cpp's rounding: a batch of another size takes
-    # another matrix kernel: a few hundredths of a nat on an AMD EPYC, 0.16 on an Intel Xeon, where
-    # near-misses differ by several nats)
+    # the texts of a call are weighed together, as one tree of their shared tokens: each result must be
+    # the text's own, whatever it was weighed with (to llama.cpp's rounding: a batch of another size
+    # takes another matrix kernel: a few hundredths of a nat on an AMD EPYC, 0.16 on an Intel Xeon,
+    # where near-misses differ by several nats)
     texts = ["一米等于多少厘米", "一米等于多少里米", "今天天气怎么样", "一米"]
     forward = scorer.logprobs(texts)
     backward = scorer.logprobs(texts[::-1])[::-1]
@@ -52,6 +52,23 @@ def test_scores_do_not_depend_on_what_was_scored_before(scorer: LlamaScorer) -> 
     for f, b, a in zip(forward, backward, alone, strict=True):
         assert f == pytest.approx(a, abs=0.5) and b == pytest.approx(a, abs=0.5)
     assert all(v < 0 for v in forward)
+
+
+def test_more_texts_than_one_pass_holds_are_each_weighed_as_alone(scorer: LlamaScorer) -> None:
+    # 20 readings (more sequences than one pass takes) and four long sentences (more tokens together
+    # than one pass holds): every one is weighed, each as it would be alone
+    texts = [f"今天是星期{d}，我们去公园{w}" for d in "一二三四五" for w in ("散步", "跑步", "玩吧", "看花")]
+    texts += ["北京是中国的首都，也是一座历史悠久的城市，每年都有很多游客来这里参观游览。",
+              "上海是中国最大的城市之一，也是重要的经济中心，每年都有很多人来这里工作生活。",
+              "广州的早茶很有名，点心的种类非常多，周末的时候茶楼里总是坐满了一家人。",
+              "成都的火锅又麻又辣，很多外地人第一次吃的时候都会被辣得满头大汗。",
+              "西安有很多古老的建筑，城墙保存得非常完整，晚上骑自行车在城墙上很舒服。",
+              "杭州的西湖一年四季都很美，春天的时候湖边的柳树发芽，桃花也开了。"]
+    together = scorer.logprobs(texts)
+    alone = [scorer.logprobs([t])[0] for t in texts]
+    assert all(-math.inf < v < 0 for v in together)
+    for text, t, a in zip(texts, together, alone, strict=True):  # rounding grows with the length
+        assert t == pytest.approx(a, abs=0.05 * len(text)), text
 
 
 def test_near_misses_read_as_nonsense_a_character_at_a_time(scorer: LlamaScorer) -> None:
