@@ -89,7 +89,8 @@ def asr(cfg: Config, assets: Assets) -> Asr:
 
     words = [*COMMAND_WORDS, *cfg.tools.hotwords] if cfg.asr.command_words else []
     likely = LikelyCommand(words) if words and cfg.asr.command_bias != "always" else None
-    return WhisperAsr(assets.folder(cfg.asr.model), threads=cfg.asr.threads, compute_type=cfg.asr.compute_type,
+    return WhisperAsr(assets.folder(cfg.asr.model), threads=cfg.asr.threads,
+                      decoding_threads=cfg.asr.decoding_threads, compute_type=cfg.asr.compute_type,
                       beam_size=cfg.asr.beam_size, initial_prompt=cfg.asr.initial_prompt, hotwords=" ".join(words),
                       min_avg_logprob=cfg.asr.min_avg_logprob, max_no_speech_prob=cfg.asr.max_no_speech_prob,
                       window_s=cfg.asr.window_s, full_from_s=cfg.asr.full_window_from_s, likely_command=likely,

@@ -260,7 +260,9 @@ class KwsConfig:
 @dataclass(frozen=True)
 class AsrConfig:
     model: str = _opt("whisper-base", "Whisper model (CTranslate2) from the model manifest.", choices=("whisper-base",))
-    threads: int = _opt(2, "CPU threads for speech recognition.", lo=1, hi=8)
+    threads: int = _opt(2, "CPU threads for speech recognition (the rescoring model's too).", lo=1, hi=8)
+    decoding_threads: int = _opt(1, "CTranslate2's threads per Whisper call; threads / decoding_threads "
+                                    "decodings run side by side.", lo=1, hi=8)
     compute_type: str = _opt("int8", "CTranslate2 compute type.", choices=("int8", "int8_float32", "float32"))
     beam_size: int = _opt(5, "Beam size (1 is greedy and fastest).", lo=1, hi=10)
     initial_prompt: str = _opt("以下是普通话的句子。", "Prompt that keeps Whisper in Simplified Mandarin.")

@@ -90,7 +90,8 @@ class WhisperAsr:
 
     sample_rate = 16000
 
-    def __init__(self, model_dir: Path, *, threads: int = 2, compute_type: str = "int8", beam_size: int = 1,
+    def __init__(self, model_dir: Path, *, threads: int = 2, decoding_threads: int = 1,
+                 compute_type: str = "int8", beam_size: int = 1,
                  language: str = "zh", initial_prompt: str = PROMPT, hotwords: str = "",
                  min_avg_logprob: float = float("-inf"), max_no_speech_prob: float = 1.0,
                  window_s: float = FULL_WINDOW_S, full_from_s: float = 0.0,
@@ -102,6 +103,7 @@ class WhisperAsr:
             raise ValueError(f"asr: window_s must be within 1–30 s, not {window_s}")
         self.model_dir = model_dir
         self.threads = threads
+        self.decoding_threads = decoding_threads  # CTranslate2's threads per call
         self.compute_type = compute_type
         self.beam_size = beam_size
         self.language = language
@@ -147,11 +149,13 @@ class WhisperAsr:
         except ImportError as exc:
             raise ModelError(f"asr: faster-whisper or opencc is not installed ({exc})") from None
         try:
-            # One thread per decoding, ``threads`` decodings side by side (the two prompts of "pooled"):
-            # CTranslate2's own threads made beam search about three times slower on a 2-core Xeon
-            # (benchmarks/asr_threads.py), where two single-threaded workers share the weights.
+            # ``threads // decoding_threads`` workers, sharing the weights, each decoding one prompt (the
+            # two of "pooled" side by side): CTranslate2's own threads made beam search about three
+            # times slower on a 2-core Xeon (benchmarks/asr_threads.py).
             self._model = WhisperModel(str(self.model_dir), device="cpu", compute_type=self.compute_type,
-                                       cpu_threads=1, num_workers=self.threads, local_files_only=True)
+                                       cpu_threads=self.decoding_threads,
+                                       num_workers=max(1, self.threads // self.decoding_threads),
+                                       local_files_only=True)
         except Exception as exc:  # CTranslate2 raises RuntimeError/ValueError on a bad folder
             raise ModelError(f"asr: cannot load Whisper from {self.model_dir}: {exc}") from None
         self._t2s = opencc.OpenCC("t2s")
