@@ -338,6 +338,20 @@ async def test_pooled_decoding_weighs_the_readings_of_both_prompts_together() ->
         pooled.close()
 
 
+def test_whisper_runs_threads_over_decoding_threads_workers() -> None:
+    # asr.threads = 2, asr.decoding_threads = 1: two single-threaded CTranslate2 workers, so the two
+    # decodings of "pooled" run side by side; decoding_threads = 2: one worker with both threads
+    assets = Assets([SHARED / "models"])
+    for overrides, workers in ((['asr.rescore=""'], 2), (['asr.rescore=""', "asr.decoding_threads=2"], 1)):
+        asr = backends.asr(make_config(*overrides), assets)
+        assert isinstance(asr, WhisperAsr)
+        asr.load()
+        try:
+            assert asr._model.model.num_workers == workers
+        finally:
+            asr.close()
+
+
 def test_pooled_decoding_needs_the_rescoring_and_the_command_words() -> None:
     assets = Assets([SHARED / "models"])
     pooled = backends.asr(make_config('asr.command_bias="pooled"'), assets)
