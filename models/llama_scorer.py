@@ -58,6 +58,7 @@ class LlamaScorer:
         except ImportError as exc:
             raise ModelError(f"scorer: llama-cpp-python is not installed ({exc})") from None
         path = verified(self.model_path, self.expected_sha256, "scorer")  # a truncated GGUF can end the process
+        self.close()  # loaded again: the last model goes first
         llama_cpp.llama_backend_init()
         with _quiet():
             self._model = llama_cpp.llama_model_load_from_file(str(path).encode(),
@@ -67,6 +68,7 @@ class LlamaScorer:
         params = llama_cpp.llama_context_default_params()
         params.n_ctx = params.n_batch = params.n_ubatch = CONTEXT
         params.n_seq_max, params.kv_unified, params.no_perf = SEQUENCES, True, True
+        params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED  # as llama-cpp-python's Llama runs it
         params.n_threads = params.n_threads_batch = self.threads
         with _quiet():
             self._ctx = llama_cpp.llama_init_from_model(self._model, params)
@@ -78,6 +80,8 @@ class LlamaScorer:
         self._lead = self._tokens(LEAD_IN)
 
     def close(self) -> None:
+        if self._model is None:
+            return
         import llama_cpp
 
         with _quiet():
@@ -119,6 +123,8 @@ class LlamaScorer:
 
         tree = _tree(texts)
         batch, lead = self._batch, len(self._lead)
+        if len(texts) > SEQUENCES or lead + len(tree) > CONTEXT:  # the batch's buffers hold no more
+            raise ModelError(f"scorer: {len(texts)} texts of {len(tree)} tokens do not fit one pass")
         everyone = list(range(len(texts)))
         rows = [(token, position, everyone, position == lead - 1) for position, token in enumerate(self._lead)]
         rows += [(prefix[-1], lead + len(prefix) - 1, owners, scored) for prefix, (owners, scored) in tree.items()]

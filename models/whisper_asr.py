@@ -53,6 +53,7 @@ decoder): a dropped speculative transcription frees the worker for the final one
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import threading
@@ -73,7 +74,8 @@ FULL_WINDOW_S = 30.0
 WINDOW_MARGIN_S = 1.0
 FRAMES_PER_S = 100  # Whisper's log-mel hop is 10 ms
 TOKENS_PER_S = 15  # far above fast Mandarin (about 6 characters, 8 tokens a second): a bound on loops
-SEED = 20261202  # the sampling fallback's: replays stay byte-identical
+SEED = 20261202  # the sampling fallback's; CTranslate2 seeds a worker's generator on its first use
+# only, so a replay's sampled readings can differ from the first run's (asr.fallback is off by default)
 LENGTH_SLACK = 0.2  # rescoring weighs hypotheses within this share of the first one's length
 RESCORED_CHARS = 60  # ... and only a first hypothesis up to this many characters
 WEIGHED_MIN_CHARS = 3  # shorter, one token carries all the surprise of a sentence's start (对 −8.2, 算了 −6.3)
@@ -314,8 +316,8 @@ class WhisperAsr:
                 stop: threading.Event) -> tuple[str, float, float]:
         """Greedy (or beam) decoding, once per prompt, the hypotheses of all weighed together; where
         that fails Whisper's own checks (a doubted or looping transcript) and ``fallback``
-        temperatures are given, sampled again (the first prompt) at each in turn, seeded so the same
-        audio always gives the same text, until one passes (else the likeliest)."""
+        temperatures are given, sampled again (the first prompt) at each in turn, seeded (see ``SEED``),
+        until one passes (else the likeliest)."""
         best = self._generate(encoded, prompts, new_tokens, stop, 0.0)
         for temperature in self.fallback:
             if best[1] >= self.min_avg_logprob and not _looped(best[0]):
@@ -327,12 +329,17 @@ class WhisperAsr:
 
     def _generate(self, encoded: Any, prompts: list[list[int]], new_tokens: int, stop: threading.Event,
                   temperature: float) -> tuple[str, float, float]:
-        jobs = [self._submit(encoded, prompt, new_tokens, stop, temperature) for prompt in prompts]
-        found, no_speech = self._hypotheses(jobs[0])
-        for job in jobs[1:]:  # decoded side by side: each is waited for, so none outlives the transcription
-            more, _ = self._hypotheses(job)
-            if len(_content(self._t2s.convert(found[0][0]))) <= RESCORED_CHARS:
-                found += more  # else too long to be weighed: the first prompt's reading stands
+        if stop.is_set():
+            raise Stopped
+        jobs = [self._submit(encoded, prompt, new_tokens, temperature) for prompt in prompts]
+        try:  # decoded side by side, and every one waited for: none outlives the transcription
+            found, no_speech = self._hypotheses(jobs[0])
+            for job in jobs[1:]:
+                more, _ = self._hypotheses(job)
+                if len(_content(self._t2s.convert(found[0][0]))) <= RESCORED_CHARS:
+                    found += more  # else too long to be weighed: the first prompt's reading stands
+        finally:
+            _finish(jobs)
         rescorer = self.rescorer
         ranked: list[Hypothesis] = []
         text = (rescored(found, rescorer, self.rescore_weight, self._t2s.convert, self._weighed, ranked)[0]
@@ -345,12 +352,9 @@ class WhisperAsr:
         _, summed, length = found[0]
         return text, summed / (length + 1), no_speech
 
-    def _submit(self, encoded: Any, prompt: list[int], new_tokens: int, stop: threading.Event,
-                temperature: float) -> Any:
+    def _submit(self, encoded: Any, prompt: list[int], new_tokens: int, temperature: float) -> Any:
         """The decoding after ``prompt`` (``n_best`` hypotheses with a rescorer, else one), started on a
         free CTranslate2 worker; ``_hypotheses`` waits for it."""
-        if stop.is_set():
-            raise Stopped
         model = self._model
         sampling: dict[str, Any] = {}
         hypotheses = self.n_best if self.rescorer is not None and temperature == 0 else 1
@@ -460,6 +464,13 @@ def rescored(found: list[Hypothesis], rescorer: Rescorer, weight: float,
     if best is not found[0]:
         log.info("transcript rescored", whisper=found[0][0], now=best[0])
     return best
+
+
+def _finish(jobs: list[Any]) -> None:
+    """Wait for every started decoding (one that failed has nothing more to say: it is done)."""
+    for job in jobs:
+        with contextlib.suppress(Exception):  # the caller has met the error that matters
+            job.result()
 
 
 def _content(text: str) -> str:
