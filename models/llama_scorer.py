@@ -50,6 +50,7 @@ class LlamaScorer:
         self._ctx: Any = None
         self._vocab: Any = None
         self._batch: Any = None
+        self._n_vocab = 0
         self._lead: list[int] = []
 
     def load(self) -> None:
@@ -76,6 +77,7 @@ class LlamaScorer:
             self.close()
             raise ModelError(f"scorer: llama.cpp could not make a context for {path}")
         self._vocab = llama_cpp.llama_model_get_vocab(self._model)
+        self._n_vocab = llama_cpp.llama_vocab_n_tokens(self._vocab)
         self._batch = llama_cpp.llama_batch_init(CONTEXT, 0, SEQUENCES)
         self._lead = self._tokens(LEAD_IN)
 
@@ -137,21 +139,21 @@ class LlamaScorer:
         if llama_cpp.llama_decode(self._ctx, batch) != 0:
             raise ModelError("scorer: llama.cpp could not evaluate the readings")
         at = {prefix: lead + k for k, prefix in enumerate(tree)}  # each prefix's row in the batch
-        n_vocab = llama_cpp.llama_vocab_n_tokens(self._vocab)
-        cache: dict[int, np.ndarray] = {}
+        rows_read: dict[int, tuple[np.ndarray, float]] = {}  # a row's logits and their log-sum-exp
 
-        def log_softmax(row: int) -> np.ndarray:
-            if row not in cache:
-                logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(self._ctx, row), shape=(n_vocab,))
+        def logprob(row: int, token: int) -> float:
+            if row not in rows_read:
+                logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(self._ctx, row), shape=(self._n_vocab,))
                 scores = logits.astype(np.float64)
                 top = scores.max()
-                cache[row] = scores - (top + np.log(np.exp(scores - top).sum()))
-            return cache[row]
+                rows_read[row] = scores, top + float(np.log(np.exp(scores - top).sum()))
+            scores, norm = rows_read[row]
+            return float(scores[token]) - norm
 
         sums = []
         for text in texts:
             rows_before = [lead - 1] + [at[tuple(text[:k])] for k in range(1, len(text))]
-            sums.append(float(sum(log_softmax(r)[t] for r, t in zip(rows_before, text, strict=True))))
+            sums.append(sum(logprob(r, t) for r, t in zip(rows_before, text, strict=True)))
         return sums
 
 

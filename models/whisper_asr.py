@@ -334,10 +334,9 @@ class WhisperAsr:
         jobs = [self._submit(encoded, prompt, new_tokens, temperature) for prompt in prompts]
         try:  # decoded side by side, and every one waited for: none outlives the transcription
             found, no_speech = self._hypotheses(jobs[0])
-            for job in jobs[1:]:
-                more, _ = self._hypotheses(job)
-                if len(_content(self._t2s.convert(found[0][0]))) <= RESCORED_CHARS:
-                    found += more  # else too long to be weighed: the first prompt's reading stands
+            if len(_content(self._t2s.convert(found[0][0]))) <= RESCORED_CHARS:  # else the first reading stands
+                for job in jobs[1:]:
+                    found += self._hypotheses(job)[0]
         finally:
             _finish(jobs)
         rescorer = self.rescorer
