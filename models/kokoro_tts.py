@@ -60,6 +60,11 @@ _SOUNDS = re.compile(f"[^{re.escape(SILENT)}]")  # any phoneme that is not punct
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _CLOCK = re.compile(r"(?<!\d)([01]?\d|2[0-3]):([0-5]\d)(?!\d)")
 _LATIN = re.compile(r"[A-Za-z]+")
+# misaki (through pypinyin) reads a 调 that jieba leaves alone as diào, as in 调动: 把空调调到二十六度,
+# 音量调高, 灯调暗 come out as diào dào, diào gāo. Before a direction or a target it means "adjust",
+# tiáo, and 条 (tiáo in every word) stands in for it in what the G2P reads. Not after the words where
+# 调 is a tone or a tune (音调, 声调, 强调 …) or part of 空调; 声音调大 is 声音 + 调.
+_ADJUST = re.compile(r"(?<![空声语曲强格单论基色腔步低])(?<!(?<!声)音)调(?=[到高低大小成亮暗回])")
 
 # English letter names in Kokoro's phonemes. misaki's legacy Chinese G2P passes Latin text through
 # unchanged, so without this capitals outside the vocab (P, K, H …) would simply vanish.
@@ -87,8 +92,9 @@ def clauses(text: str) -> list[tuple[str, bool]]:
 
 
 def normalize(clause: str) -> str:
-    """Fix what misaki reads badly: 1,299 (read as 一,二百…), 10:30 (read as 十:三十), Latin letters."""
-    clause = _THOUSANDS.sub("", clause)
+    """Fix what misaki reads badly: 1,299 (read as 一,二百…), 10:30 (read as 十:三十), Latin letters,
+    调 meaning "adjust" (read as diào)."""
+    clause = _ADJUST.sub("条", _THOUSANDS.sub("", clause))
     clause = _CLOCK.sub(r"\1点\2分", clause)
     return _LATIN.sub(_latin, clause)
 

@@ -76,6 +76,10 @@ def test_normalize_fixes_what_misaki_reads_badly() -> None:
     assert normalize("比分3:2") == "比分3:2"  # not a time of day
     assert normalize("用AI写") == "用 ˈAˈI 写"
     assert normalize("Google") == " ɡooɡle "
+    assert normalize("把空调调到26度，音量调高，灯调暗") == "把空调条到26度，音量条高，灯条暗"  # tiáo, not diào
+    assert normalize("声音调大一点") == "声音条大一点"
+    for kept in ("音调高一点", "请强调到位", "空调到货了", "把人调走"):  # a tone, a stress, the noun, diào
+        assert normalize(kept) == kept
 
 
 def test_letter_names_use_only_kokoro_phonemes(kokoro_files: KokoroFiles) -> None:
@@ -130,6 +134,13 @@ def test_mixed_text_becomes_kokoro_phonemes(tts: KokoroTts, kokoro_files: Kokoro
     assert "sa→ntjɛ↓n" in joined  # 3.14 read as 三点…
     assert "i→ʨʰjɛ→n" in joined  # 1,299 read as 一千…
     assert tts.pieces("😀……") == []  # nothing to say: no piece at all
+
+
+def test_adjusting_is_read_tiao(tts: KokoroTts) -> None:
+    """misaki reads 调 alone as diào; the assistant's "调到二十六度" is tiáo, and 空调 stays as it was."""
+    joined = " ".join(tts.pieces("好的，已把空调调到二十六度，音量调高了。"))
+    assert joined.count("tʰjau↗") == 3
+    assert "tjau↘" not in joined
 
 
 @pytest.mark.slow
