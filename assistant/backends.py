@@ -197,13 +197,15 @@ def tts(cfg: Config, assets: Assets) -> Tts:
                              assets.path(window, f"{window}.rknn"), npu=npu(cfg.npu.mode),
                              core=cfg.npu.vocoder_core, threads=cfg.tts.threads, speed=cfg.tts.speed,
                              onset_frames=cfg.tts.onset_frames)
-    from models.kokoro_tts import KokoroTts
+    from models import kokoro_calibrated
+    from models.kokoro_tts import MODEL_SHA256, KokoroTts
 
+    calibrated = kokoro_calibrated.path_for(assets.store, MODEL_SHA256) if cfg.tts.decoder == "calibrated" else None
     return KokoroTts(assets.path("kokoro-v1.0-int8", "kokoro-v1.0.int8.onnx"),
                      assets.path("kokoro-v1.0-int8", "vocab.json"),
                      assets.path("kokoro-zh-voices", f"{cfg.tts.voice}.bin"),
                      threads=cfg.tts.threads, speed=cfg.tts.speed, first_frames=cfg.tts.first_frames,
-                     voiced_only=cfg.tts.voiced_only, onset_frames=cfg.tts.onset_frames)
+                     voiced_only=cfg.tts.voiced_only, onset_frames=cfg.tts.onset_frames, calibrated=calibrated)
 
 
 def phrase_cache(cfg: Config, assets: Assets) -> PhraseCache | None:

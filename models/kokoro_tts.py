@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from typing import Any
 import numpy as np
 import structlog
 
+from models import kokoro_calibrated as kc
 from models import kokoro_split as ks
 from models.files import verified
 from models.manifest import by_name
@@ -152,7 +154,7 @@ class KokoroTts:
 
     def __init__(self, model_path: Path, vocab_path: Path, voice_path: Path, *,
                  threads: int = 2, speed: float = 1.0, first_frames: int = 16,
-                 voiced_only: bool = True, onset_frames: int = 0) -> None:
+                 voiced_only: bool = True, onset_frames: int = 0, calibrated: Path | None = None) -> None:
         if threads < 1:
             raise ValueError(f"tts: threads must be at least 1, not {threads}")
         if not 0.5 <= speed <= 2.0:
@@ -165,6 +167,8 @@ class KokoroTts:
         self.first_frames = first_frames  # 0: the first piece is not spoken early
         self.voiced_only = voiced_only  # False: every frame is rendered, exactly as the whole model would
         self.onset_frames = onset_frames  # played before the first phoneme's aligned frame (kokoro_split.span)
+        # None: the export's own decoder; else where its calibrated decoder is kept (built there if missing)
+        self.calibrated = calibrated
         self._worker = Worker("tts")
         self._front: Any = None  # onnxruntime.InferenceSession of the front, used only on the worker
         self._decoder: Any = None  # ... and of the decoder
@@ -215,7 +219,6 @@ class KokoroTts:
         front, decoder = ks.split(self.model_path)
         try:
             self._front = ort.InferenceSession(front, options, providers=["CPUExecutionProvider"])
-            self._decoder = ort.InferenceSession(decoder, options, providers=["CPUExecutionProvider"])
         except Exception as exc:
             raise ModelError(f"tts: onnxruntime could not load {self.model_path}: {exc}") from None
         self._front_names = [o.name for o in self._front.get_outputs()]
@@ -225,6 +228,36 @@ class KokoroTts:
         self._g2p = ZHG2P(version=None)  # legacy IPA output: the phoneme set Kokoro v1.0 knows
         logging.getLogger("jieba").setLevel(logging.WARNING)  # it prints its dictionary loading to stderr
         self._g2p("预热")  # jieba builds its dictionary on first use (about 1 s): not on the first reply
+        graph: bytes | str = decoder  # the export's, or the calibrated one's file
+        where = self.model_path
+        if self.calibrated is not None:
+            self._calibrate(decoder, self.calibrated)
+            graph, where = str(self.calibrated), self.calibrated
+        try:
+            self._decoder = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+        except Exception as exc:
+            raise ModelError(f"tts: onnxruntime could not load the decoder of {where}: {exc}") from None
+
+    def _calibrate(self, decoder: bytes, path: Path) -> None:
+        """Build the calibrated decoder at ``path`` unless it is there (``models.kokoro_calibrated``)."""
+        if path.is_file():
+            return
+        import onnxruntime as ort
+
+        log.info("building Kokoro's calibrated decoder, once (about a minute)", path=str(path))
+        started = time.monotonic()
+        feeds = []
+        for text in kc.CALIBRATION:
+            for phonemes in self._plan(text):
+                front = self._run_front(phonemes, ort.RunOptions())
+                if front is not None:
+                    s = ks.span(front, phonemes, SILENT, self.onset_frames)
+                    feeds.append(front.feed(s.start, s.end))
+        try:
+            kc.build(decoder, kc.windows(feeds), path)
+        except OSError as exc:
+            raise ModelError(f"tts: could not write the calibrated decoder to {path}: {exc}") from None
+        log.info("calibrated decoder built", seconds=round(time.monotonic() - started, 1))
 
     def close(self) -> None:
         self.stop()

@@ -1,4 +1,5 @@
-"""``assistant models list|verify|fetch``: what models are where, are they intact, get them."""
+"""``assistant models list|verify|fetch``: what models are where, are they intact, get them (and build
+what is made of them on this machine: Kokoro's calibrated decoder)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,10 @@ def run(cfg: Config, args: argparse.Namespace) -> int:
     if action == "verify":
         files.forget_hashes()
         return _list(assets, _chosen(cfg, args.names) if args.names else every, verify=True)
-    return _fetch(assets, _chosen(cfg, args.names), args)
+    chosen = _chosen(cfg, args.names)
+    status = _fetch(assets, chosen, args)
+    _prepare(cfg, assets, chosen)
+    return status
 
 
 def _list(assets: Assets, models: list[Model], verify: bool = False) -> int:
@@ -73,3 +77,21 @@ def _fetch(assets: Assets, models: list[Model], args: argparse.Namespace) -> int
     print(f"all {sum(len(m.files) for m in models)} files of {len(models)} model(s) present and verified "
           f"(store: {assets.store})")
     return 0
+
+
+def _prepare(cfg: Config, assets: Assets, fetched: list[Model]) -> None:
+    """Build Kokoro's calibrated decoder now, where the configuration uses it, rather than on first use."""
+    from assistant.backends import tts
+    from models.kokoro_tts import KokoroTts
+
+    if cfg.models.tts != "kokoro" or cfg.tts.decoder != "calibrated" or "kokoro-v1.0-int8" not in {
+            m.name for m in fetched}:
+        return
+    model = tts(cfg, assets)
+    if not isinstance(model, KokoroTts) or model.calibrated is None or model.calibrated.is_file():
+        return
+    print("building Kokoro's calibrated decoder, once (about a minute) ...", flush=True)
+    model.load()
+    model.close()
+    print(f"built {model.calibrated}")
+
