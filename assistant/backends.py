@@ -223,6 +223,10 @@ def phrase_cache(cfg: Config, assets: Assets) -> PhraseCache | None:
     rendering = f"voiced{onset}" if cfg.tts.voiced_only else "whole"  # the two renderings differ slightly
     if cfg.models.tts == "kokoro-rknn":
         rendering = f"npu-windows{onset}"  # and the NPU's windows differ from both
+    elif cfg.tts.decoder == "calibrated":  # and the calibrated decoder from the export's (README)
+        from models.kokoro_calibrated import RECIPE
+
+        rendering = f"{rendering}-{RECIPE}"
     return PhraseCache(default_folder(), tts_key(f"{model_sha}:{rendering}", cfg.tts.voice, cfg.tts.speed))
 
 

@@ -88,7 +88,8 @@ def main() -> int:
                                                     decode(export, front, s.start, s.end)))
     p50 = {k: statistics.median(v) for k, v in rows.items()}
     print(f"\n{len(rows['log_mel'])} pieces of {len(texts)} texts, this machine, best of {args.repeats} per head\n")
-    print("| decoder | first piece's head p50 (s) | per 25 ms frame p50 (ms) | log-mel from the export's, mean / max (dB) |")
+    print("| decoder | first piece's head p50 (s) | per 25 ms frame p50 (ms) | "
+          "log-mel from the export's, mean / max (dB) |")
     print("|---|---|---|---|")
     print(f"| the export's (dynamic int8) | {p50['head_export']:.3f} | {1000 * p50['frame_export']:.2f} | 0 |")
     print(f"| calibrated | {p50['head_calibrated']:.3f} | {1000 * p50['frame_calibrated']:.2f} | "

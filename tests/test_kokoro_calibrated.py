@@ -16,7 +16,7 @@ from models.kokoro_tts import SILENT, KokoroTts
 from models.protocols import ModelError
 from tests.conftest import KokoroFiles
 
-# Over 19 pieces the calibration never saw (benchmarks/kokoro_calibrated.py) the calibrated decoder is
+# Over 20 pieces the calibration never saw (benchmarks/kokoro_calibrated.py) the calibrated decoder is
 # 1.4 dB log-mel from the export's on average, 2.2 dB at most; the float graph of the same weights is
 # 0.7 dB from it. A broken scale (min–max calibration of every convolution) reads 10 dB.
 CALIBRATED_MAX_DB = 2.5
