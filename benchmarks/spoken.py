@@ -107,7 +107,9 @@ class Speaker:
 
             from assistant import backends
 
-            cfg = replace(self.cfg, tts=replace(self.cfg.tts, voice=voice))
+            # the speakers are the household, not the assistant: the export's own decoder, whatever
+            # tts.decoder the assistant speaks with (the renders kept on disk were made with it)
+            cfg = replace(self.cfg, tts=replace(self.cfg.tts, voice=voice, decoder="dynamic"))
             tts = self._tts[voice] = backends.tts(cfg, backends.assets_for(cfg))
             tts.load()
 
