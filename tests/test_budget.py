@@ -25,6 +25,15 @@ def test_the_default_chain_and_the_0_5b_chain_are_counted(tmp_path):
     assert budget.check(small, meminfo(tmp_path, 2500)) is not None
 
 
+def test_the_calibrated_decoder_is_counted_only_where_it_is_used():
+    kinds = {d: {i.what: i.bytes for i in budget.needs(config.load(None, [f'tts.decoder="{d}"']))}
+             for d in ("calibrated", "dynamic")}
+    assert kinds["calibrated"]["tts calibrated decoder"] == budget.CALIBRATED_DECODER_EXTRA_MB * budget.MB
+    assert "tts calibrated decoder" not in kinds["dynamic"]
+    board = config.load(None, ['models.tts="kokoro-rknn"'])
+    assert "tts calibrated decoder" not in {i.what for i in budget.needs(board)}
+
+
 def test_over_budget_is_refused_with_one_line_naming_the_biggest_items(tmp_path):
     cfg = config.load(None, ['llm.model="qwen2.5-coder-1.5b-instruct-q4_k_m"', "llm.context=32768"])
     with pytest.raises(ModelError) as caught:
