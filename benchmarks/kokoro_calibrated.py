@@ -16,7 +16,6 @@ first if it is not there, and timed):
 from __future__ import annotations
 
 import argparse
-import asyncio
 import statistics
 import sys
 import time
@@ -29,11 +28,9 @@ sys.path.insert(0, str(ROOT))
 
 from assistant import backends, config  # noqa: E402
 from assistant.audio.metrics import log_mel_distance  # noqa: E402
-from assistant.audio.resample import resample  # noqa: E402
 from assistant.commands.bench import REPLIES  # noqa: E402
-from assistant.commands.npu import SENTENCES, spoken_cer  # noqa: E402
-from assistant.text.cer import ser  # noqa: E402
-from benchmarks.tts_heard import OTHERS, spoken  # noqa: E402
+from assistant.commands.npu import SENTENCES  # noqa: E402
+from benchmarks.tts_heard import OTHERS, heard_errors  # noqa: E402
 from models import kokoro_split as ks  # noqa: E402
 from models.kokoro_tts import SILENT, KokoroTts  # noqa: E402
 from models.whisper_asr import WhisperAsr  # noqa: E402
@@ -103,11 +100,7 @@ def main() -> int:
     try:
         for name, tts in (("the export's", export), ("calibrated", calibrated)):
             tts.onset_frames = cfg.tts.onset_frames
-            heard = [asyncio.run(asr.transcribe(resample(asyncio.run(spoken(tts, t)), tts.sample_rate,
-                                                         asr.sample_rate))) for t in heard_texts]
-            cers = [spoken_cer(t, h) for t, h in zip(heard_texts, heard, strict=True)]
-            sers = [ser(t, h) for t, h in zip(heard_texts, heard, strict=True)]
-            means = [statistics.mean(x) for x in (cers[:10], cers[10:], cers, sers)]
+            means = heard_errors(asr, tts, heard_texts)
             print(f"| {name} | " + " | ".join(f"{m:.3f}" for m in means) + " |", flush=True)
     finally:
         asr.close()

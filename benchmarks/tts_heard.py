@@ -44,6 +44,16 @@ async def spoken(tts: KokoroTts, text: str) -> np.ndarray:
     return np.concatenate([quiet, *[a async for a in tts.synthesize(text)], quiet])
 
 
+def heard_errors(asr: WhisperAsr, tts: KokoroTts, texts: tuple[str, ...]) -> list[float]:
+    """CER on the first ten, on the rest, on all, and the syllable error rate on all, as Whisper hears
+    ``tts`` say each of ``texts``."""
+    heard = [asyncio.run(asr.transcribe(resample(asyncio.run(spoken(tts, t)), tts.sample_rate, asr.sample_rate)))
+             for t in texts]
+    cers = [spoken_cer(t, h) for t, h in zip(texts, heard, strict=True)]
+    sers = [ser(t, h) for t, h in zip(texts, heard, strict=True)]
+    return [statistics.mean(x) for x in (cers[:10], cers[10:], cers, sers)]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--voices", default="zf_xiaoxiao", help="Kokoro voices, comma-separated")
@@ -65,11 +75,7 @@ def main() -> int:
             try:
                 for onset in (int(x) for x in args.onsets.split(",")):
                     tts.onset_frames = onset
-                    heard = [asyncio.run(asr.transcribe(resample(asyncio.run(spoken(tts, t)), tts.sample_rate,
-                                                                 asr.sample_rate))) for t in texts]
-                    cers = [spoken_cer(t, h) for t, h in zip(texts, heard, strict=True)]
-                    sers = [ser(t, h) for t, h in zip(texts, heard, strict=True)]
-                    means = [statistics.mean(x) for x in (cers[:10], cers[10:], cers, sers)]
+                    means = heard_errors(asr, tts, texts)
                     print(f"| {voice} | {onset} | " + " | ".join(f"{m:.3f}" for m in means) + " |", flush=True)
             finally:
                 tts.close()
