@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from assistant.config import Config, ConfigError
 from assistant.phrase_cache import PhraseCache, default_folder, tts_key
+from models import kokoro_calibrated
 from models.assets import Assets
 from models.cores import CoreGate
 from models.manifest import Model, by_name
@@ -197,10 +198,10 @@ def tts(cfg: Config, assets: Assets) -> Tts:
                              assets.path(window, f"{window}.rknn"), npu=npu(cfg.npu.mode),
                              core=cfg.npu.vocoder_core, threads=cfg.tts.threads, speed=cfg.tts.speed,
                              onset_frames=cfg.tts.onset_frames)
-    from models import kokoro_calibrated
     from models.kokoro_tts import MODEL_SHA256, KokoroTts
 
-    calibrated = kokoro_calibrated.path_for(assets.store, MODEL_SHA256) if cfg.tts.decoder == "calibrated" else None
+    calibrated = (kokoro_calibrated.path_for(assets.store, MODEL_SHA256)
+                  if kokoro_calibrated.wanted(cfg.tts.decoder) else None)
     return KokoroTts(assets.path("kokoro-v1.0-int8", "kokoro-v1.0.int8.onnx"),
                      assets.path("kokoro-v1.0-int8", "vocab.json"),
                      assets.path("kokoro-zh-voices", f"{cfg.tts.voice}.bin"),
@@ -223,10 +224,8 @@ def phrase_cache(cfg: Config, assets: Assets) -> PhraseCache | None:
     rendering = f"voiced{onset}" if cfg.tts.voiced_only else "whole"  # the two renderings differ slightly
     if cfg.models.tts == "kokoro-rknn":
         rendering = f"npu-windows{onset}"  # and the NPU's windows differ from both
-    elif cfg.tts.decoder == "calibrated":  # and the calibrated decoder from the export's (README)
-        from models.kokoro_calibrated import RECIPE
-
-        rendering = f"{rendering}-{RECIPE}"
+    elif kokoro_calibrated.wanted(cfg.tts.decoder):  # and the calibrated decoder from the export's (README)
+        rendering = f"{rendering}-{kokoro_calibrated.RECIPE}"
     return PhraseCache(default_folder(), tts_key(f"{model_sha}:{rendering}", cfg.tts.voice, cfg.tts.speed))
 
 

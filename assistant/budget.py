@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from assistant.config import Config
+from models import kokoro_calibrated
 from models import llama_scorer as scorer
 from models.manifest import by_name
 from models.protocols import ModelError
@@ -61,7 +62,7 @@ def needs(cfg: Config) -> list[Item]:
         models["asr rescoring model"] = cfg.asr.rescore
     items = [Item(kind, sum(f.size for f in by_name(name).files) or APPROXIMATE_BYTES.get(name, 0))
              for kind, name in models.items()]
-    if cfg.models.tts == "kokoro" and cfg.tts.decoder == "calibrated":  # its float blocks, beside the export
+    if cfg.models.tts == "kokoro" and kokoro_calibrated.wanted(cfg.tts.decoder):  # its float blocks, beside the export
         items.append(Item("tts calibrated decoder", CALIBRATED_DECODER_EXTRA_MB * MB))
     if cfg.models.tts == "matcha-rknn":  # NPU models: no manifest, the configured files' sizes
         items.append(Item("tts", _size(cfg.path(cfg.matcha.acoustic_model)) + _size(cfg.path(cfg.matcha.vocoder))))

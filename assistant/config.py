@@ -340,9 +340,10 @@ class TtsConfig:
     voiced_only: bool = _opt(True, "Kokoro: render only the voiced frames (not the start token's 0.4 s of silence).")
     onset_frames: int = _opt(2, "Kokoro, voiced frames: play each piece from this many 25 ms frames before its first "
                                 "phoneme's aligned frame, where its first consonant begins.", lo=0, hi=4)
-    decoder: str = _opt("calibrated", "Kokoro on the CPU: 'calibrated' (its generator's convolutions calibrated to "
-                                      "int8 once, built into the model store on first use: about twice as fast) "
-                                      "or 'dynamic' (the export's own decoder).", choices=("calibrated", "dynamic"))
+    decoder: str = _opt("auto", "Kokoro on the CPU: 'calibrated' (its generator's convolutions calibrated to int8 "
+                                "once, built into the model store on first use: about twice as fast on x86), "
+                                "'dynamic' (the export's own decoder) or 'auto' (calibrated on x86_64, where it "
+                                "was measured; dynamic elsewhere).", choices=("auto", "calibrated", "dynamic"))
     first_frames: int = _opt(16, "Kokoro: frames (25 ms each) of a text's first piece decoded and played before the "
                                  "rest (0: off).", lo=0, hi=200)
     streaming: bool = _opt(True, "Speak while the LLM writes; false synthesizes the whole reply after it (baseline).")

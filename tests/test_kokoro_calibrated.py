@@ -93,3 +93,10 @@ def _options() -> object:
     import onnxruntime as ort
 
     return ort.RunOptions()
+
+
+def test_auto_means_calibrated_only_where_it_was_measured(monkeypatch: pytest.MonkeyPatch) -> None:
+    for machine, auto in (("x86_64", True), ("aarch64", False)):
+        monkeypatch.setattr(kc.platform, "machine", lambda m=machine: m)
+        assert kc.wanted("auto") is auto
+        assert kc.wanted("calibrated") and not kc.wanted("dynamic")

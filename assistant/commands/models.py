@@ -82,9 +82,10 @@ def _fetch(assets: Assets, models: list[Model], args: argparse.Namespace) -> int
 def _prepare(cfg: Config, assets: Assets, fetched: list[Model]) -> None:
     """Build Kokoro's calibrated decoder now, where the configuration uses it, rather than on first use."""
     from assistant.backends import tts
+    from models import kokoro_calibrated
     from models.kokoro_tts import KokoroTts
 
-    if cfg.models.tts != "kokoro" or cfg.tts.decoder != "calibrated" or "kokoro-v1.0-int8" not in {
+    if cfg.models.tts != "kokoro" or not kokoro_calibrated.wanted(cfg.tts.decoder) or "kokoro-v1.0-int8" not in {
             m.name for m in fetched}:
         return
     model = tts(cfg, assets)
