@@ -57,8 +57,9 @@ import contextlib
 import math
 import re
 import threading
+import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -140,6 +141,7 @@ class WhisperAsr:
         self._plain: list[int] = []  # without them
         self._bare: list[int] = []  # without the initial prompt either: for audio that drew the prompt back
         self._running: set[threading.Event] = set()  # the stop flag of every transcription in progress
+        self._spent: dict[str, float] = {}  # seconds per step of the transcription in progress (logged)
 
     def load(self) -> None:
         self._worker.call(self._load)
@@ -220,14 +222,31 @@ class WhisperAsr:
         stop = threading.Event()
         self._running.add(stop)
         try:
-            return await self._worker.run(self._transcribe, samples, stop)
+            return await self._worker.run(self._transcribe, samples, stop, time.perf_counter())
         finally:
             stop.set()  # a cancelled caller (a dropped speculation) must not keep the worker busy
             self._running.discard(stop)
 
-    def _transcribe(self, samples: Samples, stop: threading.Event) -> str:
+    def _transcribe(self, samples: Samples, stop: threading.Event, asked: float) -> str:
         if self._model is None:
             raise ModelError("asr: used before load()")
+        started = time.perf_counter()
+        self._spent = {"queued": started - asked}
+        try:
+            return self._heard(samples, stop)
+        finally:
+            log.debug("transcription timed", audio_s=round(len(samples) / self.sample_rate, 2), stopped=stop.is_set(),
+                      total=round(time.perf_counter() - started, 3), **{k: round(v, 3) for k, v in self._spent.items()})
+
+    @contextlib.contextmanager
+    def _timed(self, step: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._spent[step] = self._spent.get(step, 0.0) + time.perf_counter() - started
+
+    def _heard(self, samples: Samples, stop: threading.Event) -> str:
         seconds = len(samples) / self.sample_rate
         self._weighed, self._ranked = {}, []
         biased = self.likely_command is None  # the hot words from the start
@@ -297,7 +316,8 @@ class WhisperAsr:
         frames = int(min(FULL_WINDOW_S, max(self.window_s, wanted)) * FRAMES_PER_S)
         if stop.is_set():
             raise Stopped
-        encoded = model.encode(pad_or_trim(features, frames))
+        with self._timed("encoder"):
+            encoded = model.encode(pad_or_trim(features, frames))
         new_tokens = int(TOKENS_PER_S * len(samples) / self.sample_rate) + 16
         if biased or self.pooled:
             prompts = [self._prompt] if biased else [self._plain, self._prompt]
@@ -333,16 +353,18 @@ class WhisperAsr:
             raise Stopped
         jobs = [self._submit(encoded, prompt, new_tokens, temperature) for prompt in prompts]
         try:  # decoded side by side, and every one waited for: none outlives the transcription
-            found, no_speech = self._hypotheses(jobs[0])
-            if len(_content(self._t2s.convert(found[0][0]))) <= RESCORED_CHARS:  # else the first reading stands
-                for job in jobs[1:]:
-                    found += self._hypotheses(job)[0]
+            with self._timed("decoder"):
+                found, no_speech = self._hypotheses(jobs[0])
+                if len(_content(self._t2s.convert(found[0][0]))) <= RESCORED_CHARS:  # else the first reading stands
+                    for job in jobs[1:]:
+                        found += self._hypotheses(job)[0]
         finally:
             _finish(jobs)
         rescorer = self.rescorer
         ranked: list[Hypothesis] = []
-        text = (rescored(found, rescorer, self.rescore_weight, self._t2s.convert, self._weighed, ranked)[0]
-                if rescorer and len(found) > 1 else found[0][0])
+        with self._timed("rescoring"):
+            text = (rescored(found, rescorer, self.rescore_weight, self._t2s.convert, self._weighed, ranked)[0]
+                    if rescorer and len(found) > 1 else found[0][0])
         if temperature == 0:
             self._ranked = [str(self._t2s.convert(h[0])) for h in ranked]
         # How sure Whisper is of the audio is its own best hypothesis' score (faster-whisper's

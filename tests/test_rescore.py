@@ -55,6 +55,31 @@ def test_scores_do_not_depend_on_what_was_scored_before(scorer: LlamaScorer) -> 
     assert all(v < 0 for v in forward)
 
 
+def test_the_lead_in_is_evaluated_once_and_a_pass_only_its_readings(scorer: LlamaScorer,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # the lead-in stays in the cache from load(), and a text's first token is scored from the lead-in's
+    # logits kept then: a pass evaluates the readings' tree alone (each pass costs about 7 ms a token)
+    import llama_cpp
+
+    from models.llama_scorer import _tree
+
+    sizes: list[int] = []
+    decode = llama_cpp.llama_decode
+
+    def counting(ctx: object, batch: object) -> int:
+        sizes.append(batch.n_tokens)  # type: ignore[attr-defined]
+        return int(decode(ctx, batch))
+
+    monkeypatch.setattr(llama_cpp, "llama_decode", counting)
+    texts = ["今天天气怎么样", "今天天气怎么办"]
+    first = scorer.logprobs(texts)
+    assert sizes == [len(_tree([scorer._tokens(t) for t in texts]))]
+    scorer.logprobs(["北京是中国的首都，也是一座历史悠久的城市。"])  # another pass's tokens in the cache ...
+    assert scorer.logprobs(texts) == first  # ... are gone before the next: the same scores, to the bit
+    one = scorer.logprobs(["好"])[0]  # one token: scored from the lead-in's logits alone, whatever it is weighed with
+    assert -math.inf < one < 0 and scorer.logprobs(["好吗", "好"])[1] == one
+
+
 def test_more_texts_than_one_pass_holds_are_each_weighed_as_alone(scorer: LlamaScorer) -> None:
     # 20 readings (more sequences than one pass takes) and four long sentences (more tokens together
     # than one pass holds): every one is weighed, each as it would be alone
@@ -416,3 +441,28 @@ def test_pooled_decoding_needs_the_rescoring_and_the_command_words() -> None:
     assert isinstance(alone, WhisperAsr) and not alone.pooled and alone.likely_command is not None
     bare = backends.asr(make_config('asr.command_bias="pooled"', "asr.command_words=false"), assets)
     assert isinstance(bare, WhisperAsr) and not bare.pooled
+
+
+async def test_a_transcription_logs_the_time_of_each_step() -> None:
+    # "transcription timed" (debug): where a turn's ASR time went, to find what slows it beside the rest
+    import logging
+
+    import structlog
+
+    folder = Assets([SHARED / "models"]).folder("whisper-base")
+    asr = WhisperAsr(folder, beam_size=5, window_s=15.0, rescorer=Weighing(defaultdict(float)))
+    asr.load()
+    configured = structlog.get_config()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
+    try:
+        with structlog.testing.capture_logs() as logs:
+            await asr.transcribe(read_wav(CORPUS / "020.wav", 16000))
+    finally:
+        structlog.configure(**configured)
+        asr.close()
+    timed = [entry for entry in logs if entry["event"] == "transcription timed"]
+    assert len(timed) == 1
+    steps = timed[0]
+    assert steps["audio_s"] == pytest.approx(1.8, abs=0.1) and steps["stopped"] is False
+    assert steps["encoder"] > 0 and steps["decoder"] > 0 and steps["queued"] >= 0 and steps["rescoring"] >= 0
+    assert steps["encoder"] + steps["decoder"] + steps["rescoring"] <= steps["total"] + 0.002
