@@ -28,7 +28,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from assistant import backends  # noqa: E402
+from assistant import backends, logs  # noqa: E402
 from assistant.answer_eval import load_questions  # noqa: E402
 from assistant.config import load  # noqa: E402
 from assistant.text.cer import cer  # noqa: E402
@@ -86,6 +86,7 @@ def main() -> int:
             print(f"asr_time: cannot read {args.against}: {exc}", file=sys.stderr)
             return 2
     cfg = load(ROOT / "config.toml", [])
+    logs.setup(cfg.log.level, cfg.log.format)  # to stderr; stdout keeps the results
     rows = asyncio.run(measure(cfg, requests(cfg)))
     seconds = sorted(r["seconds"] for r in rows)
     print(f"{len(rows)} requests: ASR time p50 {statistics.median(seconds):.3f} s, mean "
