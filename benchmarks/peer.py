@@ -57,7 +57,9 @@ def run(python_: Path, given: dict[str, Any]) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="peer-") as folder:
         path = Path(folder) / "spec.json"
         path.write_text(json.dumps(given, ensure_ascii=False), encoding="utf-8")
-        done = subprocess.run([str(python_), str(BOT), str(path)], capture_output=True, text=True,
+        # the bot as pipecat runs it: without the assistant's own numpy setting (assistant/__init__.py)
+        env = {key: value for key, value in os.environ.items() if key != "OPENBLAS_NUM_THREADS"}
+        done = subprocess.run([str(python_), str(BOT), str(path)], capture_output=True, text=True, env=env,
                               timeout=TIMEOUT_S * len(given["clips"]), check=False)
     if done.returncode != 0:
         tail = done.stderr.strip().splitlines()[-1:] or ["no message"]
