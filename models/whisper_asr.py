@@ -48,7 +48,7 @@ The encoder window is sized to the utterance: faster-whisper always pads the fea
 needs far less work. ``window_s`` is the smallest window; a longer utterance gets itself plus
 ``WINDOW_MARGIN_S``. With ``window_s = 30`` (or an utterance near 30 s) faster-whisper's own
 segment loop runs, exactly as before. A run is stopped between its steps (features, encoder,
-decoder): a dropped speculative transcription frees the worker for the final one.
+decoder, weighing): a dropped speculative transcription frees the worker for the final one.
 """
 
 from __future__ import annotations
@@ -360,6 +360,8 @@ class WhisperAsr:
                         found += self._hypotheses(job)[0]
         finally:
             _finish(jobs)
+        if stop.is_set():
+            raise Stopped  # dropped while decoding: its readings are not worth weighing
         rescorer = self.rescorer
         ranked: list[Hypothesis] = []
         with self._timed("rescoring"):

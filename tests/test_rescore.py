@@ -466,3 +466,28 @@ async def test_a_transcription_logs_the_time_of_each_step() -> None:
     assert steps["audio_s"] == pytest.approx(1.8, abs=0.1) and steps["stopped"] is False
     assert steps["encoder"] > 0 and steps["decoder"] > 0 and steps["queued"] >= 0 and steps["rescoring"] >= 0
     assert steps["encoder"] + steps["decoder"] + steps["rescoring"] <= steps["total"] + 0.002
+
+
+async def test_a_transcription_dropped_while_decoding_weighs_nothing() -> None:
+    # a dropped speculation frees the worker for the final transcription: once its decodings are in,
+    # it stops before the weighing (0.1–0.5 s of the 0.5B on a 2-core Xeon)
+    folder = Assets([SHARED / "models"]).folder("whisper-base")
+    weighing = Weighing(defaultdict(float))
+    asr = WhisperAsr(folder, beam_size=5, window_s=15.0, rescorer=weighing)
+    asr.load()
+    hypotheses = asr._hypotheses
+
+    def dropped_meanwhile(job: object) -> tuple[list[Hypothesis], float]:
+        found = hypotheses(job)
+        asr.stop()  # the speaker went on while this decoding ran
+        return found
+
+    try:
+        audio = read_wav(CORPUS / "011.wav", 16000)
+        assert await asr.transcribe(audio)
+        assert len(weighing.asked) == 1  # heard through: its readings weighed
+        asr._hypotheses = dropped_meanwhile  # type: ignore[method-assign]
+        assert await asr.transcribe(audio) == ""
+        assert len(weighing.asked) == 1  # dropped: nothing more weighed
+    finally:
+        asr.close()
