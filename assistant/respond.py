@@ -267,6 +267,14 @@ class Responder:
             return  # a tool or an honest limit answers this
         self.llm.prefill(text)
 
+    def prepare_next(self) -> None:
+        """A reply is over: let the LLM evaluate what its next prompt begins with (the conversation as
+        it now is) before the next request comes. Nothing is saved or said."""
+        from models.protocols import Prefill
+
+        if isinstance(self.llm, Prefill):
+            self.llm.prefill_history()
+
     def local(self, text: str) -> Answer | None:
         """The answer of an offline tool, Home Assistant or an honest limit, or None when only the LLM can answer."""
         from assistant.decide import local

@@ -180,19 +180,42 @@ class LlamaLlm:
         """
         self._worker.submit(self._prefill, self.history.messages(self.system_prompt, text, self.examples))
 
+    def prefill_history(self) -> None:
+        """Evaluate what the next prompt begins with (queued on the worker, not awaited): the system
+        prompt, the examples and the history as it now is, up to the next request's text.
+
+        Called once a reply is over. Within a conversation the oldest exchange leaves the prompt once
+        ``history_turns`` are remembered, and everything after the examples then differs from what the
+        KV cache holds: the reply after it would evaluate the whole history again (about 0.5–0.8 s for
+        the 1.5B on two cores). Evaluated now, while the user has not yet spoken, the next reply finds it.
+        """
+        probes = [self.history.messages(self.system_prompt, text, self.examples) for text in ("甲", "乙")]
+        self._worker.submit(self._prefill_prefix, *probes)
+
     def _prefill(self, messages: list[Message]) -> None:
         model = self._model
         if model is None:
             return
         self._end_stream()
+        tokens = model.tokenize(self._format(model, messages).encode(), add_bos=False, special=True)
+        self._evaluate(model, tokens[:-1])  # the last token is left for the reply to evaluate
+
+    def _prefill_prefix(self, one: list[Message], other: list[Message]) -> None:
+        """The KV cache brought to hold what the prompts of two requests share (worker thread)."""
+        model = self._model
+        if model is None or self._stream is not None:  # a reply under way keeps its cache
+            return
+        a, b = (model.tokenize(self._format(model, m).encode(), add_bos=False, special=True) for m in (one, other))
+        self._evaluate(model, a[: _shared(a, b)])
+
+    def _evaluate(self, model: Llama, tokens: list[int]) -> None:
+        """The KV cache brought to hold ``tokens``: only what it does not hold yet is evaluated."""
         if not self.system_prompt_cached():
             model.load_state(self._system_state)
-        tokens = model.tokenize(self._format(model, messages).encode(), add_bos=False, special=True)
-        # what the KV cache already holds of this prompt; the last token is left for the reply to evaluate
-        keep = min(_shared(list(model.input_ids[: model.n_tokens]), tokens), len(tokens) - 1)
+        keep = _shared(list(model.input_ids[: model.n_tokens]), tokens)
         model.n_tokens = keep  # eval() drops the KV cache from here on
         try:
-            model.eval(tokens[keep:-1])
+            model.eval(tokens[keep:])
         except (ValueError, RuntimeError) as exc:  # a prompt that no longer fits: the reply will say so
             model.n_tokens = 0
             log.debug("prefill failed", error=str(exc))

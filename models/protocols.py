@@ -199,6 +199,11 @@ class Prefill(Protocol):
         """Start evaluating the prompt for ``text``; return at once."""
         ...
 
+    def prefill_history(self) -> None:
+        """Start evaluating what the next prompt begins with (the conversation as it now is, up to the
+        next request); return at once."""
+        ...
+
 
 class Tts(Protocol):
     """Text to speech, streamed in pieces of audio."""

@@ -192,6 +192,43 @@ async def test_a_prefilled_prompt_is_in_the_cache_and_the_reply_is_the_same(llm:
     assert "".join(await collect(llm, question)) == plain
 
 
+async def test_the_conversation_so_far_is_evaluated_ahead_of_the_next_request(llm: LlamaLlm) -> None:
+    # history_turns = 2: from the third exchange on the oldest one leaves the prompt, and everything
+    # after the examples differs from what the KV cache holds; prefill_history (once a reply has been
+    # heard out) evaluates it before the next request comes, up to that request's text
+    from models.llama_llm import _shared
+
+    llm.history.clear()
+    for ask in ("我今天好累。", "我想早点睡觉。", "睡前看书好吗？"):
+        assert HAN.search("".join(await collect(llm, ask)))
+    question = "喝牛奶能帮助睡眠吗？"
+    prompt = llm.history.messages(llm.system_prompt, question, llm.examples)
+
+    def held() -> tuple[int, int, int]:
+        """(what the cache shares with the next prompt, what the cache holds, the prompt's length)"""
+        model = llm._model
+        assert model is not None
+        tokens = model.tokenize(llm._format(model, prompt).encode(), add_bos=False, special=True)
+        return _shared(list(model.input_ids[: model.n_tokens]), tokens), model.n_tokens, len(tokens)
+
+    before, _, length = llm._worker.call(held)
+    llm.prefill_history()
+    after, holding, _ = llm._worker.call(held)  # queued behind the prefill
+    assert after == holding  # the cache holds the next prompt's start and nothing else ...
+    assert before < after and length - after <= 12  # ... all of it but the request's text and the turn's end
+    assert HAN.search("".join(await collect(llm, question)))
+
+
+async def test_a_reply_under_way_keeps_its_cache_when_the_history_is_evaluated_ahead(llm: LlamaLlm) -> None:
+    plain = "".join(await collect(llm, QUESTION))
+    llm.history.clear()
+    pieces = llm.reply(QUESTION)
+    got = [await anext(pieces)]
+    llm.prefill_history()  # queued between two of the reply's steps: it must not touch the reply's cache
+    got += [piece async for piece in pieces]
+    assert "".join(got) == plain
+
+
 @pytest.mark.slow
 async def test_each_piece_comes_with_the_models_confidence_in_it(qwen_gguf: Path) -> None:
     greedy = LlamaLlm(qwen_gguf, temperature=0.0, max_tokens=24, history_turns=0)

@@ -248,3 +248,29 @@ def test_the_preempt_setting_is_on_by_default():
     from assistant.config import load
 
     assert load(None, []).dialog.preempt is True
+
+
+class PrefillingLlm(RememberingLlm):
+    """A remembering LLM that notes what it is asked to evaluate ahead (``Prefill``)."""
+
+    def __init__(self, *replies: str) -> None:
+        super().__init__(*replies)
+        self.prefilled: list[str] = []
+        self.ahead: list[list[tuple[str, str]]] = []  # the history each prefill_history found
+
+    def prefill(self, text: str) -> None:
+        self.prefilled.append(text)
+
+    def prefill_history(self) -> None:
+        self.ahead.append(self.history.exchanges)
+
+
+async def test_a_reply_heard_out_has_the_llm_evaluate_the_conversation_so_far(run_replay):
+    # once the reply has played out (the user has not spoken yet), the LLM evaluates what the next
+    # prompt begins with: the conversation as remembered, the reply guard's amendments included
+    llm = PrefillingLlm("我是听说。听说：很高兴认识你。")
+    r = await run_replay(session_of(real("cmd_qiehuan_1.wav"), silence(3.0)), "dialog.follow_up_s=0",
+                         asr=ScriptedAsr("你是谁"), llm=llm)
+    turn, = r.summary["turns"]
+    assert turn["reply"] == "我是听说。很高兴认识你。"  # the speaker tag the guard took out
+    assert llm.ahead == [[("你是谁", "我是听说。很高兴认识你。")]]

@@ -238,3 +238,25 @@ async def test_a_request_spoken_while_the_worker_restarts_is_answered_when_it_is
     replies = [e["text"] for e in events[restarted:] if e["type"] == "reply_text"]
     assert replies and "听说" in replies[0], replies  # ... and answered by the new worker
     assert [e["stage"] for e in summary["errors"]] == ["reply"]  # only the first request's loss
+
+
+async def test_the_worker_evaluates_the_conversation_as_the_main_process_keeps_it() -> None:
+    # RemoteLlm.prefill_history sends the conversation as the main process remembers it (the reply
+    # guard's amendments in it); the worker's LLM evaluates that, not its own memory of the replies
+    from assistant.worker.child import Server
+    from models.chat import History
+
+    class Ahead:
+        def __init__(self) -> None:
+            self.history = History(2)
+            self.evaluated: list[list[tuple[str, str]]] = []
+
+        def prefill_history(self) -> None:
+            self.evaluated.append(self.history.exchanges)
+
+    llm = Ahead()
+    llm.history.remember("你是谁", "我是听说。听说：很高兴认识你。")  # as the worker's LLM wrote it
+    server = Server(None, {"llm": llm})  # type: ignore[arg-type]
+    said = [("你是谁", "我是听说。很高兴认识你。")]  # as it was said
+    assert await server._value("llm", "prefill_history", (said,)) is None
+    assert llm.evaluated == [said]

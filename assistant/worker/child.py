@@ -192,6 +192,13 @@ class Server:
                 self._recall(exchanges)
                 prefill(text)
             return None
+        if (backend, method) == ("llm", "prefill_history"):
+            (exchanges,) = args
+            ahead: Callable[[], None] | None = getattr(model, "prefill_history", None)
+            if ahead is not None:
+                self._recall(exchanges)
+                ahead()
+            return None
         if (backend, method) == ("tts", "pieces"):
             return await asyncio.to_thread(model.pieces, *args)
         raise ModelError(f"worker: no call {backend}.{method}")

@@ -73,6 +73,9 @@ class RemoteLlm(_Remote):
     def prefill(self, text: str) -> None:
         self.worker.notify("llm", "prefill", text, self.history.exchanges)
 
+    def prefill_history(self) -> None:
+        self.worker.notify("llm", "prefill_history", self.history.exchanges)
+
     def reply(self, text: str) -> AsyncIterator[str]:
         return texts(self.scored(text))
 
