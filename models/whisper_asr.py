@@ -227,11 +227,12 @@ class WhisperAsr:
             stop.set()  # a cancelled caller (a dropped speculation) must not keep the worker busy
             self._running.discard(stop)
 
-    def _transcribe(self, samples: Samples, stop: threading.Event, asked: float) -> str:
+    def _transcribe(self, samples: Samples, stop: threading.Event, asked: float | None = None) -> str:
+        """The transcript (on the worker thread; ``asked``: when the call was made, for the log)."""
         if self._model is None:
             raise ModelError("asr: used before load()")
         started = time.perf_counter()
-        self._spent = {"queued": started - asked}
+        self._spent = {"queued": started - asked} if asked is not None else {}
         try:
             return self._heard(samples, stop)
         finally:
