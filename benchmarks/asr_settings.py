@@ -25,7 +25,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from assistant import backends  # noqa: E402
+from assistant import backends, logs  # noqa: E402
 from assistant.audio.echo import EchoCanceller  # noqa: E402
 from assistant.audio.linear_echo import LinearEchoCanceller  # noqa: E402
 from assistant.config import load  # noqa: E402
@@ -143,6 +143,7 @@ async def measure(name: str, halves: tuple[list[Clip], list[Clip], list[Clip]], 
 
 
 def main() -> int:
+    logs.setup()  # the models' logs to stderr: stdout keeps the results
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variants", default=";".join(VARIANTS), help="names separated by ;")
     parser.add_argument("--show", action="store_true", help="print every transcript")

@@ -23,7 +23,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from assistant import backends  # noqa: E402
+from assistant import backends, logs  # noqa: E402
 from assistant.app import loaded  # noqa: E402
 from assistant.audio.resample import resample  # noqa: E402
 from assistant.config import load  # noqa: E402
@@ -35,6 +35,7 @@ MARGIN = int(0.3 * spoken.RATE)
 
 
 def main() -> int:
+    logs.setup()  # the models' logs to stderr: stdout keeps the results
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", choices=sorted(spoken.SETS), default="tune")
     parser.add_argument("--room", choices=("clean", "near", "far"), default="near")

@@ -23,7 +23,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from assistant import backends  # noqa: E402
+from assistant import backends, logs  # noqa: E402
 from assistant.config import load  # noqa: E402
 from benchmarks.asr_window import clips  # noqa: E402
 
@@ -59,6 +59,7 @@ def timed(model: Any, prompts: list[list[int]], suppress: list[int],
 
 
 def main() -> int:
+    logs.setup()  # the models' logs to stderr: stdout keeps the results
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=1, help="passes over the clips per layout")
     args = parser.parse_args()

@@ -28,7 +28,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from assistant import backends  # noqa: E402
+from assistant import backends, logs  # noqa: E402
 from assistant.audio.wav import read_wav  # noqa: E402
 from assistant.config import load  # noqa: E402
 from benchmarks.commands import CORPUS, command_clips, edits  # noqa: E402
@@ -82,6 +82,7 @@ async def main_async(windows: list[float], show: bool) -> None:
 
 
 def main() -> int:
+    logs.setup()  # the models' logs to stderr: stdout keeps the results
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--windows", default="30,15,10,8")
     parser.add_argument("--show", action="store_true", help="print every transcript")

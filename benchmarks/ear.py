@@ -27,7 +27,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from assistant import backends  # noqa: E402
+from assistant import backends, logs  # noqa: E402
 from assistant.answer_eval import load_questions  # noqa: E402
 from assistant.app import loaded  # noqa: E402
 from assistant.config import ConfigError, load  # noqa: E402
@@ -55,6 +55,7 @@ def transcripts(asr: Any, audio: list[np.ndarray]) -> tuple[list[str], list[floa
 
 
 def main() -> int:
+    logs.setup()  # the models' logs to stderr: stdout keeps the results
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", choices=sorted(SETS), default="tune")
     parser.add_argument("--rooms", default="near")

@@ -24,6 +24,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from assistant import logs  # noqa: E402
 from benchmarks import rooms  # noqa: E402
 from benchmarks.spoken import SETS, Speaker  # noqa: E402
 
@@ -56,6 +57,7 @@ def score(refs: list[str], texts: list[str]) -> tuple[float, int]:
 
 
 def main() -> int:
+    logs.setup()  # the models' logs to stderr: stdout keeps the results
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--room", default="clean", choices=["clean", "near", "far"])
     parser.add_argument("--leads", default="0.05,0.2,0.6", help="seconds of silence before the request")

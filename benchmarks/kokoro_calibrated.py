@@ -26,7 +26,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from assistant import backends, config  # noqa: E402
+from assistant import backends, config, logs  # noqa: E402
 from assistant.audio.metrics import log_mel_distance  # noqa: E402
 from assistant.commands.bench import REPLIES  # noqa: E402
 from assistant.commands.npu import SENTENCES  # noqa: E402
@@ -54,6 +54,7 @@ def timed(tts: KokoroTts, front: ks.Front, start: int, end: int, repeats: int) -
 
 
 def main() -> int:
+    logs.setup()  # the models' logs to stderr: stdout keeps the results
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()

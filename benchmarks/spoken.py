@@ -46,6 +46,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from assistant import logs  # noqa: E402
 from assistant.answer_eval import OUTCOMES, Item, Rules, classify, judge, load_questions  # noqa: E402
 from assistant.audio.resample import resample  # noqa: E402
 from assistant.audio.wav import read_wav, write_wav  # noqa: E402
@@ -287,6 +288,7 @@ def show(results: dict[str, list[Spoken]]) -> None:
 
 
 def main() -> int:
+    logs.setup()  # the models' logs to stderr: stdout keeps the results
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", choices=sorted(SETS), default="tune")
     parser.add_argument("--rooms", default="clean,near,far")

@@ -24,7 +24,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from assistant import config  # noqa: E402
+from assistant import config, logs  # noqa: E402
 from assistant.audio.resample import resample  # noqa: E402
 from assistant.backends import assets_for  # noqa: E402
 from assistant.commands.npu import SENTENCES, spoken_cer  # noqa: E402
@@ -55,6 +55,7 @@ def heard_errors(asr: WhisperAsr, tts: KokoroTts, texts: tuple[str, ...]) -> lis
 
 
 def main() -> int:
+    logs.setup()  # the models' logs to stderr: stdout keeps the results
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--voices", default="zf_xiaoxiao", help="Kokoro voices, comma-separated")
     parser.add_argument("--onsets", default="0,2", help="tts.onset_frames values to compare")
