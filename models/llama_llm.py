@@ -203,8 +203,9 @@ class LlamaLlm:
     def _prefill_prefix(self, one: list[Message], other: list[Message]) -> None:
         """The KV cache brought to hold what the prompts of two requests share (worker thread)."""
         model = self._model
-        if model is None or self._stream is not None:  # a reply under way keeps its cache
-            return
+        if model is None or (self._stream is not None and not self._stopped.is_set()):
+            return  # a reply under way keeps its cache
+        self._end_stream()  # a reply cut short leaves its generator open
         a, b = (model.tokenize(self._format(model, m).encode(), add_bos=False, special=True) for m in (one, other))
         self._evaluate(model, a[: _shared(a, b)])
 
