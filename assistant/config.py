@@ -319,7 +319,8 @@ class LlmConfig:
                                  lo=0.0, hi=1.0)
     system_prompt: str = _opt("", "System prompt; empty keeps the built-in spoken-Mandarin prompt.")
     tool_calls: bool = _opt(False, "Let the LLM answer commands with a JSON tool call (read tolerantly).")
-    prefill: bool = _opt(True, "Evaluate the prompt of the speculative transcript before the endpoint is decided.")
+    prefill: bool = _opt(True, "Evaluate prompts ahead: the speculative transcript's before the endpoint is "
+                                  "decided, and the conversation's start once a reply has been heard out.")
     reply_soft_chars: int = _opt(30, "A reply ends at the first sentence end after this many characters.",
                                  lo=5, hi=2000)
     reply_max_chars: int = _opt(50, "A reply never goes past this many characters (0: no limit).", lo=0, hi=5000)

@@ -108,7 +108,7 @@ class Reply:
         intent = self.answer.intent if self.answer is not None else None
         self.done.set_result(Outcome(ended, self.request, said, intent, self.first_audio_sample))
         log.info("reply ended", ended=str(ended), intent=intent, said_chars=len(said))
-        if ended is Ended.SPOKEN and self.session.responder is not None:
+        if ended is Ended.SPOKEN and self.session.responder is not None and self.session.cfg.llm.prefill:
             self.session.responder.prepare_next()  # heard out: the user has not spoken yet
         after = NEXT[ended]
         if after is not None:

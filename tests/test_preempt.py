@@ -274,3 +274,7 @@ async def test_a_reply_heard_out_has_the_llm_evaluate_the_conversation_so_far(ru
     turn, = r.summary["turns"]
     assert turn["reply"] == "我是听说。很高兴认识你。"  # the speaker tag the guard took out
     assert llm.ahead == [[("你是谁", "我是听说。很高兴认识你。")]]
+    quiet = PrefillingLlm("我是听说。")
+    await run_replay(session_of(real("cmd_qiehuan_1.wav"), silence(3.0)), "dialog.follow_up_s=0", "llm.prefill=false",
+                     asr=ScriptedAsr("你是谁"), llm=quiet)
+    assert quiet.ahead == []  # llm.prefill = false: nothing evaluated ahead
