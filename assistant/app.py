@@ -120,7 +120,7 @@ def backends(cfg: Config) -> Backends:
     worker = InferenceProcess(cfg)
     return Backends(vad=build.vad(cfg, a), asr=RemoteAsr(worker), llm=RemoteLlm(worker, cfg.llm.history_turns),
                     tts=RemoteTts(worker), kws=build.kws(cfg, a), turn=build.turn(cfg, a), cores=worker.cores,
-                    worker=worker)
+                    worker=worker, talk_vad=build.talk_vad(cfg, a))
 
 
 @contextmanager

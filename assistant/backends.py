@@ -58,6 +58,13 @@ def vad(cfg: Config, assets: Assets) -> Vad:
     return SileroVad(silero_model_path(assets))
 
 
+def talk_vad(cfg: Config, assets: Assets) -> Vad | None:
+    """The second VAD, on the linear canceller's output, where double talk is judged with it."""
+    b, e = cfg.barge_in, cfg.echo
+    wanted = b.enabled and b.by_speech and b.double_talk and b.double_talk_vad and e.cancel and e.linear
+    return vad(cfg, assets) if wanted else None
+
+
 def kws_words(cfg: Config) -> list[str]:
     """What the keyword spotter listens for: the wake words, and the stop words if barge-in is on."""
     words = list(cfg.wake.keywords) if cfg.wake.mode == "keyword" else []
@@ -254,7 +261,7 @@ def in_process(cfg: Config) -> Backends:
     a = assets_for(cfg)
     gate = CoreGate() if cfg.tts.llm_waits != "never" else None
     return Backends(vad=vad(cfg, a), asr=asr(cfg, a), llm=llm(cfg, a, gate), tts=tts(cfg, a), kws=kws(cfg, a),
-                    turn=turn(cfg, a), cores=gate)
+                    turn=turn(cfg, a), cores=gate, talk_vad=talk_vad(cfg, a))
 
 
 def inference(cfg: Config, gate: CoreGate | None) -> dict[str, Asr | Llm | Tts]:

@@ -112,7 +112,7 @@ class BargeInConfig:
     threshold: float = _opt(0.6, "Speech probability a window needs to start a barge-in run.", lo=0.05, hi=0.99)
     hold_threshold: float = _opt(0.3, "Once started, the run goes on while windows stay above this.",
                                  lo=0.05, hi=0.99)
-    max_gap_ms: int = _opt(64, "A run of speech survives a dip under the hold threshold this long.", lo=0, hi=500)
+    max_gap_ms: int = _opt(128, "A run of speech survives a dip under the hold threshold this long.", lo=0, hi=500)
     min_speech_ms: int = _opt(200, "Speech needed (outside the echo window) to interrupt.", lo=32, hi=3000)
     sure_threshold: float = _opt(0.95, "Windows this sure of speech interrupt sooner (barge_in.sure_ms).",
                                  lo=0.05, hi=1.0)
@@ -121,6 +121,8 @@ class BargeInConfig:
                                    "reply's echo) needs only double_talk_threshold.")
     double_talk_threshold: float = _opt(0.05, "Speech probability a double-talk window needs to count as speech.",
                                         lo=0.01, hi=0.99)
+    double_talk_vad: bool = _opt(True, "With double_talk: a second VAD hears the linear canceller's output, and in "
+                                       "a double-talk window the likelier of the two counts.")
     stop_words: tuple[str, ...] = _opt(("停", "别说了", "闭嘴"), "Words that stop a reply (Chinese characters).",
                                        allow_empty=True)
     stop_timeout_ms: int = _opt(200, "Longest wait for playback to stop after an interruption.",

@@ -1,6 +1,7 @@
 """Benchmark of the hands-free echo defence: self-interruption rate and barge-in latency.
 
-    .venv/bin/python benchmarks/echo.py [--sessions 6] [--barge-ins 6] [--double-talk 6] [--defences 0,1]
+    .venv/bin/python benchmarks/echo.py [--sessions 6] [--barge-ins 6] [--double-talk 6] [--held-out 6]
+                                        [--defences 0,1]
                                         [--set KEY=VALUE ...]
 
 Replayed sessions through the real models (silero VAD, keyword spotter, Whisper, Qwen 0.5B, Kokoro),
@@ -23,6 +24,9 @@ with the microphone hearing the reply at gain 0.5, 40 ms late, as the hands-free
   evening, where the first double talk above meets it still learning. The first reply is also
   talked over in a room the assistant heard before: the linear canceller starts from the room memory
   (``echo.remember_room``) that a primer session, answering another request in the same room, left.
+- Held-out speakers: 切换前视 by the six speakers of cmd_qiehuan_2..7, which nothing was tuned on, over
+  the same two replies at the same moments, each at its own recorded level (quieter than the tuned
+  speaker). Counted per speaker: decided within 0.4 s, never decided.
 """
 
 from __future__ import annotations
@@ -60,7 +64,7 @@ from models.protocols import Backends  # noqa: E402
 from models.sherpa_vad import silero_model_path  # noqa: E402
 from models.silero_vad import SileroVad  # noqa: E402
 from tests import sessions  # noqa: E402
-from tests.conftest import SHARED, make_config  # noqa: E402
+from tests.conftest import RATE, SHARED, make_config, real  # noqa: E402
 from tests.doubles import ScriptedAsr, ScriptedLlm, ToneTts  # noqa: E402
 
 ECHO = Echo(gain=0.5, delay_ms=40)
@@ -123,7 +127,8 @@ async def run(models: Models, audio: Any, overrides: tuple[str, ...], out: Path,
     llm: Any = LlamaLlm(models["gguf"], seed=seed, max_tokens=60) if reply is None else ScriptedLlm(*[reply] * replies)
     llm.load()
     models["vad"].reset()
-    chain = Backends(vad=models["vad"], asr=models["asr"], llm=llm, tts=models["tts"], kws=models["kws"])
+    chain = Backends(vad=models["vad"], asr=models["asr"], llm=llm, tts=models["tts"], kws=models["kws"],
+                     talk_vad=models["talk_vad"])
     try:
         summary = await replay(Parts(make_config(*HANDS_FREE, *overrides), chain, room=room), audio, out, echo=ECHO,
                                subscribers=subscribers)
@@ -389,6 +394,71 @@ async def double_talk_warm(models: Models, m: int, out: Path) -> None:
           f"{c['fast']} / {cases}, first words kept {c['kept']} / {cases}")
 
 
+async def clip_onset(models: Models, audio: Any) -> float:
+    """Where speech begins in a clean clip: the first silero window reaching 0.5 (as ``sessions.ONSET_S``)."""
+    vad = models["vad"]
+    vad.reset()
+    probs = await vad.accept(audio)
+    vad.reset()
+    return float(next((i for i, p in enumerate(probs) if p >= 0.5), 0) * vad.window_samples) / RATE
+
+
+async def held_out_speakers(models: Models, m: int, out: Path) -> None:
+    """切换前视 said over the reply by the six speakers the other sections never hear (cmd_qiehuan_2..7,
+    each at its own recorded level, 5-13 dB under cmd_qiehuan_1), at the first ``m`` of AFTER_S."""
+    replies = []
+    for label, request in await first_requests(models):
+        start = await playback_start(models, sessions.interrupted_turn(0.0, 0.0, request), out / f"held_probe_{label}",
+                                     REPLIES[label])
+        replies.append((label, request or (sessions.wake_and_request(), sessions.ONSET_S["hey_xiaozhi.wav"]), start))
+    lines: list[str] = []
+    everyone: list[float] = []
+    cases = undecided = 0
+    for k in range(2, 8):
+        name = f"cmd_qiehuan_{k}.wav"
+        clip = real(name)
+        onset_s = await clip_onset(models, clip)
+        latencies: list[float] = []
+        count = missed = 0
+        for label, (audio, request_onset), start in replies:
+            for i, after_s in enumerate(AFTER_S[:m]):
+                layout = sessions.Layout().pause(0.5).add(audio, "request", request_onset)
+                layout.pause_until(start + after_s - onset_s)
+                layout = layout.add(clip, "interruption", onset_s).pause(10.0)
+                onset = layout.marks["interruption"]
+                summary, events = await run(models, layout.audio, (), out / f"held_{k}_{label}{i}", seed=SEED,
+                                            reply=REPLIES[label])
+                barges = summary["barge_ins"]
+                if reply_over(events, onset) and not barges:
+                    continue
+                count += 1
+                if barges:
+                    latencies.append(barges[0]["t"] - onset)
+                else:
+                    missed += 1
+        cases, undecided, everyone = cases + count, undecided + missed, everyone + latencies
+        spread = (f"{min(latencies):.3f} / {statistics.median(latencies):.3f} / {max(latencies):.3f}"
+                  if latencies else "-")
+        lines.append(f"| {name} | {level_db(clip):.1f} | {count} | {sum(0 <= x <= 0.4 for x in latencies)} | "
+                     f"{missed} | {spread} |")
+    print("\n## Barge-in by the held-out speakers (切换前视 by six other speakers over the short and long replies, "
+          "all layers on)\n")
+    print("| recording | level (dB, loud frames) | cases over the reply | within 0.4 s | never decided | "
+          "latency min / median / max (s) |")
+    print("|---|---|---|---|---|---|")
+    print("\n".join(lines))
+    median = statistics.median(everyone) if everyone else float("nan")
+    print(f"\nAll held-out speakers: {cases} cases, within 0.4 s {sum(0 <= x <= 0.4 for x in everyone)} / {cases}, "
+          f"never decided {undecided}, median {median:.3f} s (cmd_qiehuan_1, the speaker the other sections hear, "
+          f"reads {level_db(real('cmd_qiehuan_1.wav')):.1f} dB).")
+
+
+def level_db(audio: Any) -> float:
+    """The level of a clip's loud frames: the 90th percentile of its 32 ms frames' power, in dB."""
+    frames = np.asarray(audio, np.float64)[:len(audio) // 512 * 512].reshape(-1, 512)
+    return float(np.percentile(10 * np.log10((frames ** 2).mean(axis=1) + 1e-12), 90))
+
+
 def cpu_name() -> str:
     info = Path("/proc/cpuinfo")
     names = [line.split(":", 1)[1].strip() for line in info.read_text().splitlines()
@@ -406,9 +476,11 @@ async def main(args: argparse.Namespace) -> None:
     assets = Assets([SHARED / "models"])
     cfg = make_config(*HANDS_FREE)
     models: Models = {"vad": SileroVad(silero_model_path(assets)), "kws": backends.kws(cfg, assets),
-                      "asr": backends.asr(cfg, assets), "tts": backends.tts(cfg, assets)}
+                      "asr": backends.asr(cfg, assets), "tts": backends.tts(cfg, assets),
+                      "talk_vad": backends.talk_vad(cfg, assets)}
     for model in models.values():
-        model.load()
+        if model is not None:
+            model.load()
     models["gguf"] = assets.path("qwen2.5-coder-0.5b-instruct-q4_k_m", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
     started = time.perf_counter()
     try:
@@ -420,9 +492,12 @@ async def main(args: argparse.Namespace) -> None:
             if args.double_talk:
                 await double_talk(models, args.double_talk, Path(tmp))
                 await double_talk_warm(models, args.double_talk, Path(tmp))
+            if args.held_out:
+                await held_out_speakers(models, args.held_out, Path(tmp))
     finally:
-        for name in ("vad", "kws", "asr", "tts"):
-            models[name].close()
+        for name in ("vad", "kws", "asr", "tts", "talk_vad"):
+            if models[name] is not None:
+                models[name].close()
     print(f"\n(wall time {time.perf_counter() - started:.0f} s)")
 
 
@@ -431,6 +506,8 @@ if __name__ == "__main__":
     parser.add_argument("--sessions", type=int, default=6, help="quiet one-turn sessions per configuration")
     parser.add_argument("--barge-ins", type=int, default=6, help="sessions with speech over the reply")
     parser.add_argument("--double-talk", type=int, default=6, help="sessions with a real request over the reply")
+    parser.add_argument("--held-out", type=int, default=6,
+                        help="cases per reply for each of the six held-out speakers of 切换前视 (0: none)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a config setting for every session (after the hands-free ones)")
     parser.add_argument("--defences", type=lambda text: [int(i) for i in text.split(",")],

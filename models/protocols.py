@@ -278,7 +278,10 @@ class Backends:
     turn: Turn | None = None  # the end-of-turn model, if endpointing uses one
     cores: CoreGate | None = None  # held while a reply's first audio is made (the LLM waits meanwhile)
     worker: Worker | None = None  # the process the ASR, LLM and TTS run in, if not this one
+    # a second VAD, on the linear echo canceller's output (``barge_in.double_talk_vad``)
+    talk_vad: Vad | None = None
 
     def all(self) -> list[Vad | Kws | Turn | Asr | Llm | Tts]:
         """Every model present, in loading order."""
-        return [m for m in (self.vad, self.kws, self.turn, self.asr, self.llm, self.tts) if m is not None]
+        models = (self.vad, self.talk_vad, self.kws, self.turn, self.asr, self.llm, self.tts)
+        return [m for m in models if m is not None]

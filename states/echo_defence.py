@@ -77,6 +77,7 @@ class EchoDefence:
         self.spoken: deque[list[str]] = deque(maxlen=2)  # the text of the last two replies, by chunk
         self.playing = False
         self.playback_end: int | None = None
+        self.linear_out: Samples | None = None  # the linear canceller's output for the last chunk cleaned
         bus.subscribe(self._follow_playback)
 
     # -- layer 1: the cancellers ----------------------------------------------------------------
@@ -85,7 +86,7 @@ class EchoDefence:
         if self.played is not None:
             self.played.append(played)
         if self.linear is not None and self.linear_history is not None:
-            linear = self.linear.process(mic, played)  # fed always, so it stays adapted to the room
+            linear = self.linear_out = self.linear.process(mic, played)  # fed always: it stays adapted
             if self.room is not None:
                 self.room.hear(played)
             if self.double_talk is not None:

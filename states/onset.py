@@ -23,7 +23,9 @@ class OnsetDetector:
 
     With ``talk``, a window the linear canceller marks as double talk (``VadWindow.talk``) counts as
     reaching ``threshold`` once its probability reaches ``talk``: the user talking over the reply
-    comes out of AEC3 too muffled for silero to be sure of them.
+    comes out of AEC3 too muffled for silero to be sure of them. There the probability is the likelier
+    of AEC3's and the linear canceller's output (``VadWindow.linear``): a user quieter than the echo
+    comes out of AEC3 as nothing at all.
 
     Windows ending at or before ``ignore_until`` (an echo window) never count towards the run, but
     a run that began inside it keeps its true onset, so the captured speech starts where it began.
@@ -63,8 +65,12 @@ class OnsetDetector:
         self._onset, self._counted, self._ignored, self._gap, self._sure = onset, 0, 0, 0, 0
 
     def _prob(self, w: VadWindow) -> float:
-        """The window's probability, lifted to ``threshold`` where double talk vouches for it."""
-        return max(w.prob, self.threshold) if self.talk is not None and w.talk and w.prob >= self.talk else w.prob
+        """The window's probability, lifted to ``threshold`` where double talk vouches for it; there the
+        second VAD's, on the linear canceller's output, counts too, if it is the likelier."""
+        if self.talk is None or not w.talk:
+            return w.prob
+        prob = max(w.prob, w.linear)
+        return max(prob, self.threshold) if prob >= self.talk else prob
 
     def feed(self, windows: Iterable[VadWindow]) -> int | None:
         """The absolute sample where the speech began, on the window that completes the run."""

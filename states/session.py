@@ -153,6 +153,8 @@ class Session:
         """Pump the microphone through the machine until the source ends."""
         if self.models.worker is not None:
             self.models.worker.attach(self.bus.publish)
+        if self.models.talk_vad is not None:
+            self.models.talk_vad.reset()  # it hears this session's canceller only
         await self.states[self.state].enter(Start())
         try:
             async for mic in self.source.chunks():
@@ -161,7 +163,7 @@ class Session:
                     self.tap(mic, played)
                 chunk = self.echo.clean(mic, played)
                 self.history.append(chunk)
-                windows = self._windows(await self.models.vad.accept(chunk))
+                windows = self._windows(await self.models.vad.accept(chunk), await self._linear_probs())
                 keyword = await self.models.kws.accept(chunk) if self.models.kws is not None else None
                 await self._fire_posted()
                 state = self.states[self.state]
@@ -180,12 +182,20 @@ class Session:
                 self.bus.publish(cancelled)
             self.echo.close()
 
-    def _windows(self, probs: list[float]) -> list[VadWindow]:
+    async def _linear_probs(self) -> list[float]:
+        """The second VAD's probabilities on the linear canceller's output for this chunk (none without one)."""
+        vad, heard = self.models.talk_vad, self.echo.linear_out
+        if vad is None or heard is None or not self.cfg.barge_in.double_talk_vad:
+            return []
+        return await vad.accept(heard)
+
+    def _windows(self, probs: list[float], linear: list[float]) -> list[VadWindow]:
         out = []
-        for prob in probs:
+        for i, prob in enumerate(probs):
             self._vad_windows += 1
             end = self._vad_windows * self.vad_window
-            out.append(VadWindow(end=end, prob=prob, talk=self.echo.talk(end)))
+            out.append(VadWindow(end=end, prob=prob, talk=self.echo.talk(end),
+                                 linear=linear[i] if i < len(linear) else 0.0))
         return out
 
     # -- noise ----------------------------------------------------------------------------------

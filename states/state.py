@@ -13,11 +13,13 @@ from states.inputs import Input
 @dataclass(frozen=True)
 class VadWindow:
     """The VAD's speech probability for the window that ends at absolute sample ``end``; ``talk``: the
-    linear canceller found more than the reply's echo in it (``assistant/audio/double_talk.py``)."""
+    linear canceller found more than the reply's echo in it (``assistant/audio/double_talk.py``);
+    ``linear``: the second VAD's probability on that canceller's output (``barge_in.double_talk_vad``)."""
 
     end: int
     prob: float
     talk: bool = False
+    linear: float = 0.0
 
 
 class State:

@@ -131,12 +131,13 @@ def run_replay(tmp_path: Path, vad: SherpaSileroVad) -> ReplayRunner:
                   tts: Any = None, kws: Any = None, echo: Echo | None = None,
                   subscribers: tuple[Any, ...] = (), realtime: bool = False, clock: Any = None,
                   phrase_cache: Any = None, vad_model: Any = None, tools: Any = None,
-                  start: Any = None, turn: Any = None, predict: Any = None, worker: Any = None) -> Replayed:
+                  start: Any = None, turn: Any = None, predict: Any = None, worker: Any = None,
+                  talk_vad: Any = None) -> Replayed:
         out = tmp_path / f"run{next(counter)}"
         the_vad = vad_model or vad
         the_vad.reset()
         backends = Backends(vad=the_vad, asr=asr or ScriptedAsr("你是谁"), llm=llm or ScriptedLlm("我是听说。"),
-                            tts=tts or ToneTts(), kws=kws, turn=turn, worker=worker)
+                            tts=tts or ToneTts(), kws=kws, turn=turn, worker=worker, talk_vad=talk_vad)
         parts = Parts(make_config(*overrides), backends, tools, phrase_cache)
         summary = await replay(parts, recording, out, echo=echo, subscribers=subscribers, realtime=realtime,
                                clock=clock, start=start, predict=predict)

@@ -19,7 +19,8 @@ from tests.conftest import RATE, real, session_of, silence
 # Where speech begins inside each clip, in seconds (silero VAD, measured once).
 # hey_xiaozhi.wav: 嘿，小智你在吗 ends at 1.80 s; 今天怎么样 begins at 2.08 s.
 HEY_XIAOZHI_FIRST_QUESTION_S = 1.95
-ONSET_S = {"cmd_qiehuan_1.wav": 0.704, "ask_who_are_you.wav": 0.352, "hey_xiaozhi.wav": 0.256}
+ONSET_S = {"cmd_qiehuan_1.wav": 0.704, "ask_who_are_you.wav": 0.352, "hey_xiaozhi.wav": 0.256,
+           "cmd_qiehuan_6.wav": 0.544}
 
 
 @dataclass

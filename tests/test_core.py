@@ -291,6 +291,18 @@ def test_double_talk_windows_count_from_the_double_talk_threshold():
     assert OnsetDetector(7 * W, W, threshold=0.6, hold=0.3, talk=0.05).feed(silent) is None
 
 
+def test_in_a_double_talk_window_the_linear_cancellers_vad_counts_too():
+    # A speaker quieter than the echo: AEC3 leaves 0.00-0.24; silero on the linear canceller's output
+    # hears them where the canceller marks double talk, and only there.
+    aec = [0.00, 0.03, 0.12, 0.24, 0.18, 0.08, 0.04, 0.03]
+    heard = [VadWindow((i + 1) * W, p, True, 0.9) for i, p in enumerate(aec)]
+    assert OnsetDetector(7 * W, W, threshold=0.6, hold=0.3, talk=0.05).feed(heard) == 0
+    unmarked = [VadWindow((i + 1) * W, p, False, 0.9) for i, p in enumerate(aec)]
+    assert OnsetDetector(7 * W, W, threshold=0.6, hold=0.3, talk=0.05).feed(unmarked) is None
+    # without the double-talk test (barge_in.double_talk off) the second VAD is not heard either
+    assert OnsetDetector(7 * W, W, threshold=0.6, hold=0.3).feed(heard) is None
+
+
 @pytest.mark.parametrize(("settings", "expected"), [
     ((), 0.05),
     (("barge_in.double_talk_threshold=0.2",), 0.2),

@@ -37,7 +37,7 @@ def models(assets: Assets, qwen_gguf: Path) -> Iterator[dict[str, Any]]:
     cfg = make_config(*HANDS_FREE)
     built = {"vad": SileroVad(silero_model_path(assets)), "kws": backends.kws(cfg, assets),
              "asr": backends.asr(cfg, assets), "tts": backends.tts(cfg, assets),
-             "llm": LlamaLlm(qwen_gguf, seed=1234, max_tokens=40)}
+             "llm": LlamaLlm(qwen_gguf, seed=1234, max_tokens=40), "talk_vad": backends.talk_vad(cfg, assets)}
     for m in built.values():
         m.load()
     yield built
@@ -52,7 +52,8 @@ def talk(run_replay, models):
     async def run(audio: np.ndarray, *overrides: str, llm: Any = None, echo: Echo = ECHO, **kw: Any):
         models["llm"].history.clear()
         return await run_replay(audio, *HANDS_FREE, *overrides, asr=models["asr"], llm=llm or models["llm"],
-                                tts=models["tts"], kws=models["kws"], vad_model=models["vad"], echo=echo, **kw)
+                                tts=models["tts"], kws=models["kws"], vad_model=models["vad"], echo=echo,
+                                talk_vad=models["talk_vad"], **kw)
 
     return run
 
@@ -166,6 +167,25 @@ async def test_a_request_over_a_learnt_echo_is_decided_from_the_linear_canceller
             assert marked is None
     assert decided["true"] <= 0.4  # measured 0.16 s
     assert decided["true"] < decided["false"]  # measured 1.28 s
+
+
+async def test_a_speaker_quieter_than_the_echo_is_heard_by_the_second_vad(talk, run_replay, models):
+    # 切换前视 by a quiet speaker (cmd_qiehuan_6, 13 dB under cmd_qiehuan_1) 2.5 s into the long reply:
+    # AEC3 leaves it at a speech probability of 0.00-0.24 for its whole length, and no barge-in was
+    # ever decided. The linear canceller, which has learnt the room by then, marks its windows as
+    # double talk, and silero on that canceller's output hears the speech there.
+    request = (await sessions.spoken(models["tts"], "小智，怎么做番茄炒蛋？"), 0.0)
+    start = await playback_start(run_replay, models, sessions.interrupted_turn(0.0, 0.0, request))
+    layout = sessions.Layout().pause(0.5).add(request[0], "request", request[1])
+    layout.pause_until(start + 2.5 - sessions.ONSET_S["cmd_qiehuan_6.wav"])
+    layout = layout.clip("cmd_qiehuan_6.wav", "interruption").pause(10.0)
+    onset = layout.marks["interruption"]
+    with_it = await talk(layout.audio, llm=ScriptedLlm(RECIPE))
+    without = await talk(layout.audio, "barge_in.double_talk_vad=false", llm=ScriptedLlm(RECIPE))
+    assert 0 < with_it.first("barge_in")["t"] - onset <= 0.4  # measured 0.29 s
+    assert [e["reason"] for e in with_it.events if e["type"] == "barge_in"] == ["speech"]
+    late = [e["t"] - onset for e in without.events if e["type"] == "barge_in"]
+    assert not late or late[0] > 0.4  # measured: never decided
 
 
 async def test_a_request_with_a_pause_in_it_is_answered_as_one(talk, models):
