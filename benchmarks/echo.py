@@ -1,7 +1,7 @@
 """Benchmark of the hands-free echo defence: self-interruption rate and barge-in latency.
 
     .venv/bin/python benchmarks/echo.py [--sessions 6] [--barge-ins 6] [--double-talk 6] [--held-out 6]
-                                        [--defences 0,1]
+                                        [--level-matched] [--defences 0,1]
                                         [--set KEY=VALUE ...]
 
 Replayed sessions through the real models (silero VAD, keyword spotter, Whisper, Qwen 0.5B, Kokoro),
@@ -26,7 +26,8 @@ with the microphone hearing the reply at gain 0.5, 40 ms late, as the hands-free
   (``echo.remember_room``) that a primer session, answering another request in the same room, left.
 - Held-out speakers: 切换前视 by the six speakers of cmd_qiehuan_2..7, which nothing was tuned on, over
   the same two replies at the same moments, each at its own recorded level (quieter than the tuned
-  speaker). Counted per speaker: decided within 0.4 s, never decided.
+  speaker; ``--level-matched``: scaled to its level). Counted per speaker: decided within 0.4 s, never
+  decided.
 """
 
 from __future__ import annotations
@@ -403,9 +404,10 @@ async def clip_onset(models: Models, audio: Any) -> float:
     return float(next((i for i, p in enumerate(probs) if p >= 0.5), 0) * vad.window_samples) / RATE
 
 
-async def held_out_speakers(models: Models, m: int, out: Path) -> None:
+async def held_out_speakers(models: Models, m: int, out: Path, level_matched: bool = False) -> None:
     """切换前视 said over the reply by the six speakers the other sections never hear (cmd_qiehuan_2..7,
-    each at its own recorded level, 5-13 dB under cmd_qiehuan_1), at the first ``m`` of AFTER_S."""
+    each at its own recorded level, 5-13 dB under cmd_qiehuan_1, or ``level_matched`` to it), at the
+    first ``m`` of AFTER_S."""
     replies = []
     for label, request in await first_requests(models):
         start = await playback_start(models, sessions.interrupted_turn(0.0, 0.0, request), out / f"held_probe_{label}",
@@ -417,6 +419,8 @@ async def held_out_speakers(models: Models, m: int, out: Path) -> None:
     for k in range(2, 8):
         name = f"cmd_qiehuan_{k}.wav"
         clip = real(name)
+        if level_matched:
+            clip = (clip * 10 ** ((level_db(real("cmd_qiehuan_1.wav")) - level_db(clip)) / 20)).astype(np.float32)
         onset_s = await clip_onset(models, clip)
         latencies: list[float] = []
         count = missed = 0
@@ -441,8 +445,9 @@ async def held_out_speakers(models: Models, m: int, out: Path) -> None:
                   if latencies else "-")
         lines.append(f"| {name} | {level_db(clip):.1f} | {count} | {sum(0 <= x <= 0.4 for x in latencies)} | "
                      f"{missed} | {spread} |")
-    print("\n## Barge-in by the held-out speakers (切换前视 by six other speakers over the short and long replies, "
-          "all layers on)\n")
+    at = "scaled to cmd_qiehuan_1's level" if level_matched else "each at its own level"
+    print(f"\n## Barge-in by the held-out speakers (切换前视 by six other speakers over the short and long replies, "
+          f"{at}, all layers on)\n")
     print("| recording | level (dB, loud frames) | cases over the reply | within 0.4 s | never decided | "
           "latency min / median / max (s) |")
     print("|---|---|---|---|---|---|")
@@ -493,7 +498,7 @@ async def main(args: argparse.Namespace) -> None:
                 await double_talk(models, args.double_talk, Path(tmp))
                 await double_talk_warm(models, args.double_talk, Path(tmp))
             if args.held_out:
-                await held_out_speakers(models, args.held_out, Path(tmp))
+                await held_out_speakers(models, args.held_out, Path(tmp), args.level_matched)
     finally:
         for name in ("vad", "kws", "asr", "tts", "talk_vad"):
             if models[name] is not None:
@@ -508,6 +513,8 @@ if __name__ == "__main__":
     parser.add_argument("--double-talk", type=int, default=6, help="sessions with a real request over the reply")
     parser.add_argument("--held-out", type=int, default=6,
                         help="cases per reply for each of the six held-out speakers of 切换前视 (0: none)")
+    parser.add_argument("--level-matched", action="store_true",
+                        help="the held-out speakers scaled to the level of the speaker the other sections hear")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a config setting for every session (after the hands-free ones)")
     parser.add_argument("--defences", type=lambda text: [int(i) for i in text.split(",")],
