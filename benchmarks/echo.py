@@ -406,7 +406,7 @@ async def clip_onset(models: Models, audio: Any) -> float:
 
 async def held_out_speakers(models: Models, m: int, out: Path, level_matched: bool = False) -> None:
     """切换前视 said over the reply by the six speakers the other sections never hear (cmd_qiehuan_2..7,
-    each at its own recorded level, 5-13 dB under cmd_qiehuan_1, or ``level_matched`` to it), at the
+    each at its own recorded level, 7-13 dB under cmd_qiehuan_1, or ``level_matched`` to it), at the
     first ``m`` of AFTER_S."""
     replies = []
     for label, request in await first_requests(models):
