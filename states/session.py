@@ -38,6 +38,7 @@ from states.listening import Listening
 from states.noise_guard import NoiseGuard
 from states.speaking import Speaking
 from states.state import State, VadWindow
+from states.talk_ear import TalkEar
 from states.thinking import Thinking
 
 if TYPE_CHECKING:
@@ -76,6 +77,8 @@ class Session:
         self.history = AudioHistory(held)  # what the states hear: the microphone through AEC3
         self.vad_window = backends.vad.window_samples
         self.echo = EchoDefence(cfg, clock, bus, held, self.vad_window, room)
+        talk_vad = backends.talk_vad if cfg.barge_in.double_talk_vad else None
+        self.talk_ear = TalkEar(talk_vad, self.echo, rate, self.vad_window)
         self.turn_id = ""
         self._turns = itertools.count(1)
         self._vad_windows = 0
@@ -153,8 +156,6 @@ class Session:
         """Pump the microphone through the machine until the source ends."""
         if self.models.worker is not None:
             self.models.worker.attach(self.bus.publish)
-        if self.models.talk_vad is not None:
-            self.models.talk_vad.reset()  # it hears this session's canceller only
         await self.states[self.state].enter(Start())
         try:
             async for mic in self.source.chunks():
@@ -163,7 +164,7 @@ class Session:
                     self.tap(mic, played)
                 chunk = self.echo.clean(mic, played)
                 self.history.append(chunk)
-                windows = self._windows(await self.models.vad.accept(chunk), await self._linear_probs())
+                windows = self._windows(await self.models.vad.accept(chunk), await self.talk_ear.hear())
                 keyword = await self.models.kws.accept(chunk) if self.models.kws is not None else None
                 await self._fire_posted()
                 state = self.states[self.state]
@@ -181,13 +182,6 @@ class Session:
             if (cancelled := self.echo.cancelled()) is not None:
                 self.bus.publish(cancelled)
             self.echo.close()
-
-    async def _linear_probs(self) -> list[float]:
-        """The second VAD's probabilities on the linear canceller's output for this chunk (none without one)."""
-        vad, heard = self.models.talk_vad, self.echo.linear_out
-        if vad is None or heard is None or not self.cfg.barge_in.double_talk_vad:
-            return []
-        return await vad.accept(heard)
 
     def _windows(self, probs: list[float], linear: list[float]) -> list[VadWindow]:
         out = []
