@@ -1,7 +1,7 @@
 """Benchmark of the hands-free echo defence: self-interruption rate and barge-in latency.
 
     .venv/bin/python benchmarks/echo.py [--sessions 6] [--barge-ins 6] [--double-talk 6] [--held-out 6]
-                                        [--level-matched] [--defences 0,1]
+                                        [--level-matched] [--room-remembered] [--defences 0,1]
                                         [--set KEY=VALUE ...]
 
 Replayed sessions through the real models (silero VAD, keyword spotter, Whisper, Qwen 0.5B, Kokoro),
@@ -28,6 +28,10 @@ with the microphone hearing the reply at gain 0.5, 40 ms late, as the hands-free
   the same two replies at the same moments, each at its own recorded level (quieter than the tuned
   speaker; ``--level-matched``: scaled to its level). Counted per speaker: decided within 0.4 s, never
   decided.
+
+The barge-in and held-out sessions start in a room nobody heard before: the linear canceller learns
+it over the reply talked over. ``--room-remembered`` starts them from the primer session's room
+memory instead, as a live session does once it has answered once in that room.
 """
 
 from __future__ import annotations
@@ -194,7 +198,9 @@ async def first_requests(models: Models) -> list[tuple[str, tuple[Any, float] | 
     return [("short", None), ("long", (await sessions.spoken(models["tts"], LONG_REQUEST), 0.0))]
 
 
-async def barge_in_latency(models: Models, m: int, out: Path) -> None:
+async def barge_in_latency(models: Models, m: int, out: Path, room: Path | None = None) -> None:
+    """切换前视 (cmd_qiehuan_1) over the short and the long reply, at the first ``m`` moments; ``room``:
+    the room memory every session starts from (``--room-remembered``), none by default."""
     requests = await first_requests(models)
     original = replay_audio.ReplaySpeaker.clear
     marks: dict[str, float] = {}  # wall clock of this run's barge-in decision, then of the next clear
@@ -223,7 +229,8 @@ async def barge_in_latency(models: Models, m: int, out: Path) -> None:
                 onset = layout.marks["interruption"]
                 marks.clear()
                 summary, events = await run(models, layout.audio, (), out / f"barge_{label}{i}", seed=SEED,
-                                            subscribers=(on_event,), reply=REPLIES[label])
+                                            subscribers=(on_event,), reply=REPLIES[label],
+                                            room=remembered(room, out / f"barge_{label}{i}"))
                 row = f"| {label} | {after_s} | {onset:.2f} |"
                 heard = summary["turns"][1].get("transcript") or "-" if len(summary["turns"]) > 1 else "-"
                 if reply_over(events, onset) and not summary["barge_ins"]:
@@ -243,7 +250,7 @@ async def barge_in_latency(models: Models, m: int, out: Path) -> None:
     finally:
         replay_audio.ReplaySpeaker.clear = original  # type: ignore[method-assign]
     print(f"\n## Barge-in latency (切换前视 over a short and a long reply ({LONG_REQUEST} → a fixed reply of "
-          f"{len(REPLIES['long'])} characters), all layers on)\n")
+          f"{len(REPLIES['long'])} characters), {REMEMBERED if room else 'all layers on'})\n")
     print("| reply | after_s | onset (s) | barge-in | latency (s) | ≤ 0.4 s | decision → sink cleared (ms) | "
           "transcript |")
     print("|---|---|---|---|---|---|---|---|")
@@ -404,10 +411,11 @@ async def clip_onset(models: Models, audio: Any) -> float:
     return float(next((i for i, p in enumerate(probs) if p >= 0.5), 0) * vad.window_samples) / RATE
 
 
-async def held_out_speakers(models: Models, m: int, out: Path, level_matched: bool = False) -> None:
+async def held_out_speakers(models: Models, m: int, out: Path, level_matched: bool = False,
+                            room: Path | None = None) -> None:
     """切换前视 said over the reply by the six speakers the other sections never hear (cmd_qiehuan_2..7,
     each at its own recorded level, 7-13 dB under cmd_qiehuan_1, or ``level_matched`` to it), at the
-    first ``m`` of AFTER_S."""
+    first ``m`` of AFTER_S; ``room``: the room memory every session starts from, none by default."""
     replies = []
     for label, request in await first_requests(models):
         start = await playback_start(models, sessions.interrupted_turn(0.0, 0.0, request), out / f"held_probe_{label}",
@@ -431,7 +439,7 @@ async def held_out_speakers(models: Models, m: int, out: Path, level_matched: bo
                 layout = layout.add(clip, "interruption", onset_s).pause(10.0)
                 onset = layout.marks["interruption"]
                 summary, events = await run(models, layout.audio, (), out / f"held_{k}_{label}{i}", seed=SEED,
-                                            reply=REPLIES[label])
+                                            reply=REPLIES[label], room=remembered(room, out / f"held_{k}_{label}{i}"))
                 barges = summary["barge_ins"]
                 if reply_over(events, onset) and not barges:
                     continue
@@ -447,7 +455,7 @@ async def held_out_speakers(models: Models, m: int, out: Path, level_matched: bo
                      f"{missed} | {spread} |")
     at = "scaled to cmd_qiehuan_1's level" if level_matched else "each at its own level"
     print(f"\n## Barge-in by the held-out speakers (切换前视 by six other speakers over the short and long replies, "
-          f"{at}, all layers on)\n")
+          f"{at}, {REMEMBERED if room else 'all layers on'})\n")
     print("| recording | level (dB, loud frames) | cases over the reply | within 0.4 s | never decided | "
           "latency min / median / max (s) |")
     print("|---|---|---|---|---|---|")
@@ -492,13 +500,14 @@ async def main(args: argparse.Namespace) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             if args.sessions:
                 await self_interruptions(models, args.sessions, Path(tmp), [DEFENCES[i] for i in args.defences])
+            room = await primed_room(models, Path(tmp)) if args.room_remembered else None
             if args.barge_ins:
-                await barge_in_latency(models, args.barge_ins, Path(tmp))
+                await barge_in_latency(models, args.barge_ins, Path(tmp), room)
             if args.double_talk:
                 await double_talk(models, args.double_talk, Path(tmp))
                 await double_talk_warm(models, args.double_talk, Path(tmp))
             if args.held_out:
-                await held_out_speakers(models, args.held_out, Path(tmp), args.level_matched)
+                await held_out_speakers(models, args.held_out, Path(tmp), args.level_matched, room)
     finally:
         for name in ("vad", "kws", "asr", "tts", "talk_vad"):
             if models[name] is not None:
@@ -515,6 +524,9 @@ if __name__ == "__main__":
                         help="cases per reply for each of the six held-out speakers of 切换前视 (0: none)")
     parser.add_argument("--level-matched", action="store_true",
                         help="the held-out speakers scaled to the level of the speaker the other sections hear")
+    parser.add_argument("--room-remembered", action="store_true",
+                        help="the barge-in and held-out sessions start from the room memory a primer session left "
+                        "(as a live session does after its first reply in the room)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a config setting for every session (after the hands-free ones)")
     parser.add_argument("--defences", type=lambda text: [int(i) for i in text.split(",")],
