@@ -228,9 +228,9 @@ async def barge_in_latency(models: Models, m: int, out: Path, room: Path | None 
                 layout = sessions.interrupted_turn(start, after_s, request)
                 onset = layout.marks["interruption"]
                 marks.clear()
-                summary, events = await run(models, layout.audio, (), out / f"barge_{label}{i}", seed=SEED,
-                                            subscribers=(on_event,), reply=REPLIES[label],
-                                            room=remembered(room, out / f"barge_{label}{i}"))
+                case = out / f"barge_{label}{i}"
+                summary, events = await run(models, layout.audio, (), case, seed=SEED, subscribers=(on_event,),
+                                            reply=REPLIES[label], room=remembered(room, case))
                 row = f"| {label} | {after_s} | {onset:.2f} |"
                 heard = summary["turns"][1].get("transcript") or "-" if len(summary["turns"]) > 1 else "-"
                 if reply_over(events, onset) and not summary["barge_ins"]:
@@ -438,8 +438,9 @@ async def held_out_speakers(models: Models, m: int, out: Path, level_matched: bo
                 layout.pause_until(start + after_s - onset_s)
                 layout = layout.add(clip, "interruption", onset_s).pause(10.0)
                 onset = layout.marks["interruption"]
-                summary, events = await run(models, layout.audio, (), out / f"held_{k}_{label}{i}", seed=SEED,
-                                            reply=REPLIES[label], room=remembered(room, out / f"held_{k}_{label}{i}"))
+                case = out / f"held_{k}_{label}{i}"
+                summary, events = await run(models, layout.audio, (), case, seed=SEED, reply=REPLIES[label],
+                                            room=remembered(room, case))
                 barges = summary["barge_ins"]
                 if reply_over(events, onset) and not barges:
                     continue
@@ -500,7 +501,8 @@ async def main(args: argparse.Namespace) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             if args.sessions:
                 await self_interruptions(models, args.sessions, Path(tmp), [DEFENCES[i] for i in args.defences])
-            room = await primed_room(models, Path(tmp)) if args.room_remembered else None
+            primed = args.room_remembered and (args.barge_ins or args.held_out)
+            room = await primed_room(models, Path(tmp)) if primed else None
             if args.barge_ins:
                 await barge_in_latency(models, args.barge_ins, Path(tmp), room)
             if args.double_talk:

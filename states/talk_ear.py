@@ -16,9 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from assistant.audio.protocols import Samples
+    from assistant.audio.history import AudioHistory
     from models.protocols import Vad
     from states.echo_defence import EchoDefence
 
@@ -37,7 +35,6 @@ class TalkEar:
         self.window = window
         self.warm = int(WARM_S * sample_rate) // window * window
         self.armed = False
-        self.armings = 0  # how often it was armed (a reply, or replies close together)
 
     async def hear(self) -> list[float]:
         """The probabilities of the windows completed by the chunk just cleaned; none away from
@@ -51,12 +48,11 @@ class TalkEar:
             return []
         if not self.armed:
             self.armed = True
-            self.armings += 1
-            await self._warm(self.vad, history.slice, now - len(heard))
+            await self._warm(self.vad, history, now - len(heard))
         return await self.vad.accept(heard)
 
-    async def _warm(self, vad: Vad, past: Callable[[int, int], Samples], start: int) -> None:
+    async def _warm(self, vad: Vad, history: AudioHistory, start: int) -> None:
         """Reset ``vad``, and have it hear what the canceller put out before ``start``, from a window
         boundary (the history holds more than ``WARM_S``: it is the length of a request)."""
         vad.reset()
-        await vad.accept(past(max(0, start - start % self.window - self.warm), start))
+        await vad.accept(history.slice(max(0, start - start % self.window - self.warm), start))

@@ -68,7 +68,7 @@ async def test_the_second_vad_hears_only_near_a_reply_and_keeps_the_first_vads_w
 
     room.echo.playback_started()
     reply = await room.hear(2.0, playing=True)
-    assert room.second.resets == 1 and room.ear.armings == 1
+    assert room.second.resets == 1  # armed once: reset, then warmed
     assert [first for first, _ in reply] == [second for _, second in reply]  # the windows end together
     warmed = room.second.fed - 2.0 * RATE
     assert WARM_S * RATE - WINDOW < warmed <= WARM_S * RATE + WINDOW  # a second before, from a window's start
@@ -82,7 +82,7 @@ async def test_the_second_vad_hears_only_near_a_reply_and_keeps_the_first_vads_w
 
     room.echo.playback_started()  # the next reply: armed again, from a fresh state
     again = await room.hear(1.0, playing=True)
-    assert room.second.resets == 2 and room.ear.armings == 2
+    assert room.second.resets == 2
     assert [first for first, _ in again] == [second for _, second in again]
 
 
